@@ -1,0 +1,1 @@
+//! reprolab-stats
