@@ -1,6 +1,20 @@
 //! Shared vocabulary of reprolab: subjects and their manifests, configs, search spaces, fault
 //! types and evaluation outcomes. Depends on nothing else of reprolab.
 
+pub mod config;
+pub mod error;
+pub mod fault;
+pub mod hash;
+pub mod manifest;
 pub mod outcome;
+pub mod space;
 
+pub use config::Config;
+pub use error::{Issue, IssueKind, ManifestError, Position};
+pub use fault::{FaultLabel, FaultType, ParseFaultError};
+pub use manifest::{
+    Dataset, Entry, Fix, Framework, Goal, Limits, MANIFEST_FILE, Metric, PLACEHOLDERS, Subject,
+    Task, expand_command,
+};
 pub use outcome::{Outcome, Split};
+pub use space::{ConfigIssue, ConfigIssueKind, Param, ParamKind, SearchSpace};

@@ -1,1 +1,62 @@
-//! reprolab-stats
+//! Statistics layer of reprolab.
+//!
+//! reprolab judges *repeated* stochastic deep-learning trainings: the same
+//! configuration is trained `n` times with different seeds, and two such
+//! groups (a baseline `A` and a candidate `B`) are compared. A single run tells
+//! nothing because training noise is often as large as the effect of a change,
+//! so every comparison here is a test over the run distribution plus an effect
+//! size, and the final call is made by [`verdict()`].
+//!
+//! Each module does one job:
+//!
+//! * [`describe`] – per-group summary (mean, std, median, t-based CI).
+//! * [`wilcoxon`] – paired Wilcoxon signed-rank test (exact even with ties).
+//! * [`mann_whitney`] – unpaired Mann–Whitney U test.
+//! * [`ttest`] – Welch and paired t-tests.
+//! * [`effect`] – Cohen's d and Vargha–Delaney A12.
+//! * [`bootstrap`] – deterministic percentile bootstrap.
+//! * [`glm`] – DeepCrime's GLM/Wald test.
+//! * [`mod@verdict`] – the study's Better / Worse / Equivalent rule.
+//!
+//! Reference values in the unit tests were computed once with SciPy 1.17 and
+//! pasted as literals; the Python snippet is next to every literal.
+//!
+//! All functions assume finite inputs (no NaN); callers drop failed runs first.
+
+pub mod bootstrap;
+pub mod describe;
+mod dist;
+pub mod effect;
+pub mod glm;
+pub mod mann_whitney;
+mod rank;
+pub mod ttest;
+pub mod verdict;
+pub mod wilcoxon;
+
+use serde::Serialize;
+
+pub use bootstrap::{SplitMix64, bootstrap_ci};
+pub use describe::{Summary, mean, median, std_dev, summarize, variance};
+pub use effect::{a12, cohens_d};
+pub use glm::glm_test;
+pub use mann_whitney::mann_whitney_u;
+pub use ttest::{paired_t, welch_t};
+pub use verdict::{ALPHA, Goal, MIN_EFFECT, Verdict, verdict};
+pub use wilcoxon::{rounded_differences, wilcoxon_signed_rank};
+
+/// Outcome of a two-sided hypothesis test.
+///
+/// `method` records *how* the p-value was obtained (e.g. `"exact"` vs
+/// `"normal"`) because the two can differ noticeably at the small `n`
+/// typical of repeated trainings, and a report must be able to say which.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TestResult {
+    /// Test statistic; its meaning is documented on each test function.
+    pub statistic: f64,
+    /// Two-sided p-value in `[0, 1]`.
+    pub p_value: f64,
+    /// How the p-value was computed: `"exact"`, `"normal"`, `"welch"`,
+    /// `"paired-t"` or `"glm-wald"`.
+    pub method: &'static str,
+}

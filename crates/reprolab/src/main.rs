@@ -1,1 +1,54 @@
-fn main() {}
+//! The `reprolab` binary: parses the command line and wires the crates together.
+
+mod cli;
+mod commands;
+mod context;
+mod progress;
+mod table;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.global.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(async {
+        let g = &cli.global;
+        match &cli.command {
+            Command::Eval(a) => commands::eval::run(g, a).await,
+            Command::Compare(a) => commands::compare::run(g, a).await,
+            Command::Trace(a) => commands::trace::run(g, a).await,
+            Command::Env(a) => commands::env::run(g, a).await,
+            Command::BenchExec(a) => commands::bench_exec::run(g, a).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn init_tracing(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("REPROLAB_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("reprolab={level},reprolab_exec={level},reprolab_store={level},warn")));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+}

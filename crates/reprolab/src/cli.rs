@@ -1,0 +1,152 @@
+//! Command-line interface: every verb, its flags and its help text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "reprolab",
+    version,
+    about = "Localise, repair and reproduce faults in deep-learning training programs.",
+    long_about = "reprolab runs deep-learning training programs (\"subjects\": a directory with a \
+reprolab.toml) many times, safely and fast, and judges the outcomes with sound statistics.\n\n\
+Every training runs in a sandbox with a timeout, a memory bound and output caps; results are \
+cached in .reprolab/store.db, so repeated or interrupted commands never retrain what they know.\n\n\
+Exit codes: 0 ok; 1 the user's program failed or the verdict is negative; 2 usage or input error.",
+    after_help = "Start with:\n  reprolab eval subjects/digits-mlp --runs 10\n  reprolab compare subjects/digits-mlp --b other.json --runs 10\n  reprolab trace subjects/digits-mlp"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Print machine-readable JSON on stdout instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// More logging on stderr (-v info, -vv debug, -vvv trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// The run store (SQLite). Default: .reprolab/store.db in the current directory.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub store: Option<PathBuf>,
+    /// Use this Python interpreter (it must have torch, numpy, scikit-learn) instead of the
+    /// environment reprolab manages.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+    /// Parallel trainings. Default: the number of cores.
+    #[arg(long, short = 'j', global = true, value_name = "N")]
+    pub workers: Option<usize>,
+    /// Retrain even what the store already knows (results are still stored).
+    #[arg(long, global = true)]
+    pub no_cache: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Train a subject N times (distinct seeds) and summarise its metric.
+    #[command(after_help = "Examples:\n  reprolab eval subjects/digits-mlp --runs 10\n  reprolab eval subjects/digits-mlp --config faulty.json --runs 20 --json")]
+    Eval(EvalArgs),
+    /// Say whether config B is significantly better, worse or equivalent to config A.
+    #[command(
+        long_about = "Train the subject with config A and config B on the same seeds and compare \
+the metric: Wilcoxon signed-rank (paired by seed), Mann-Whitney U, Cohen's d and Vargha-Delaney \
+A12. B is better (or worse) when p < 0.05 and |d| >= 0.5, the rule of the fault-localisation \
+study; otherwise equivalent. Exits 0 when B is better, 1 otherwise.",
+        after_help = "Example:\n  reprolab compare subjects/digits-mlp --b subjects/digits-mlp/other.json --runs 10"
+    )]
+    Compare(CompareArgs),
+    /// Train once with instrumentation and show the training dynamics per epoch.
+    #[command(
+        long_about = "Train once with instrumentation: per-epoch loss and accuracy, per-layer gradient \
+norms, fraction of dead ReLU units, saturation, weight norms and NaN/Inf flags -- the dynamic signals \
+fault localisation uses. Saves them as JSON.",
+        after_help = "Example:\n  reprolab trace subjects/digits-mlp --out trace.json"
+    )]
+    Trace(TraceArgs),
+    /// Show the managed Python environment, provisioning it if needed.
+    #[command(after_help = "Examples:\n  reprolab env\n  reprolab env --python-path   # print the interpreter path only")]
+    Env(EnvArgs),
+    /// Benchmark: trainings per minute through the warm worker pool vs one fresh Python process
+    /// per training.
+    #[command(name = "bench-exec", after_help = "Example:\n  reprolab bench-exec --runs 12")]
+    BenchExec(BenchExecArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Subject directory (or its reprolab.toml).
+    pub subject: PathBuf,
+    /// How many trainings (seeds seed..seed+runs).
+    #[arg(long, short = 'n', default_value_t = 10)]
+    pub runs: usize,
+    /// Config file (JSON) to evaluate instead of the subject's own.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// First seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, Default)]
+pub enum SplitArg {
+    Search,
+    #[default]
+    Holdout,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Subject directory (or its reprolab.toml).
+    pub subject: PathBuf,
+    /// Config A (JSON). Default: the subject's own config.
+    #[arg(long, value_name = "FILE")]
+    pub a: Option<PathBuf>,
+    /// Config B (JSON).
+    #[arg(long, value_name = "FILE")]
+    pub b: PathBuf,
+    /// Trainings per config (the same seeds for both).
+    #[arg(long, short = 'n', default_value_t = 10)]
+    pub runs: usize,
+    /// First seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Which split the verdict is judged on.
+    #[arg(long, value_enum, default_value_t = SplitArg::Holdout)]
+    pub split: SplitArg,
+}
+
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// Subject directory (or its reprolab.toml).
+    pub subject: PathBuf,
+    /// Config file (JSON) instead of the subject's own.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Where to save the trace. Default: .reprolab/traces/<subject>-seed<N>.json
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct EnvArgs {
+    /// Print only the interpreter's path (after provisioning), for scripts.
+    #[arg(long)]
+    pub python_path: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchExecArgs {
+    /// Subject to train.
+    #[arg(default_value = "subjects/digits-mlp")]
+    pub subject: PathBuf,
+    /// Trainings per method.
+    #[arg(long, short = 'n', default_value_t = 12)]
+    pub runs: usize,
+}

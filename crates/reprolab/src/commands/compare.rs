@@ -1,0 +1,124 @@
+//! `reprolab compare`: is config B significantly better, worse or equivalent to config A?
+
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use reprolab_core::Split;
+use reprolab_core::manifest::Goal;
+use reprolab_exec::{Evaluation, Mode};
+use reprolab_stats::{self as stats, Verdict};
+use serde::Serialize;
+use serde_json::json;
+
+use super::{ci, run_seeds, runs_json, summary};
+use crate::cli::{CompareArgs, Global, SplitArg};
+use crate::context;
+use crate::table::{num, render};
+
+/// The statistics of a comparison of B against A on one split.
+#[derive(Debug, Serialize)]
+pub struct Comparison {
+    pub split: Split,
+    pub pairs: usize,
+    pub wilcoxon: Option<stats::TestResult>,
+    pub mann_whitney: Option<stats::TestResult>,
+    /// Cohen's d of B relative to A (positive: B higher).
+    pub cohens_d: f64,
+    /// A12 of B over A: probability that a run of B scores higher than a run of A.
+    pub a12: f64,
+    pub verdict: Verdict,
+}
+
+/// Compare on the runs that finished on both sides, paired by seed.
+pub fn compare(a: &[Evaluation], b: &[Evaluation], split: Split, goal: Goal) -> Comparison {
+    let (mut xa, mut xb) = (Vec::new(), Vec::new());
+    for (ea, eb) in a.iter().zip(b) {
+        if let (Some(va), Some(vb)) = (ea.record.outcome.metric(split), eb.record.outcome.metric(split)) {
+            xa.push(va);
+            xb.push(vb);
+        }
+    }
+    let all_a = super::metrics(a, split);
+    let all_b = super::metrics(b, split);
+    let diffs = stats::rounded_differences(&xb, &xa);
+    let wilcoxon = stats::wilcoxon_signed_rank(&diffs, &vec![0.0; diffs.len()]);
+    let d = stats::cohens_d(&all_b, &all_a);
+    // All paired differences zero: nothing distinguishes the two.
+    let p = wilcoxon.as_ref().map_or(1.0, |t| t.p_value);
+    let goal = match goal {
+        Goal::Max => stats::Goal::Max,
+        Goal::Min => stats::Goal::Min,
+    };
+    Comparison {
+        split,
+        pairs: xa.len(),
+        mann_whitney: stats::mann_whitney_u(&all_b, &all_a),
+        a12: stats::a12(&all_b, &all_a),
+        cohens_d: d,
+        verdict: if xa.len() < 2 { Verdict::Equivalent } else { stats::verdict(p, d, goal) },
+        wilcoxon,
+    }
+}
+
+pub async fn run(g: &Global, args: &CompareArgs) -> Result<ExitCode> {
+    if args.runs < 2 {
+        bail!("--runs must be at least 2 to compare");
+    }
+    let subject = context::load_subject(&args.subject)?;
+    let (config_a, path_a) = context::load_config(&subject, args.a.as_deref())?;
+    let (config_b, path_b) = context::load_config(&subject, Some(&args.b))?;
+    let split = match args.split {
+        SplitArg::Search => Split::Search,
+        SplitArg::Holdout => Split::Holdout,
+    };
+    let ev = context::evaluator(g).await?;
+    ev.warm_up().await;
+    let seeds: Vec<u64> = (args.seed..args.seed + args.runs as u64).collect();
+    let (ra, rb) = tokio::join!(
+        run_seeds(&ev, &subject, &config_a, &seeds, Mode::Eval, "A", g.json),
+        run_seeds(&ev, &subject, &config_b, &seeds, Mode::Eval, "B", g.json),
+    );
+    let (ra, rb) = (ra?, rb?);
+    ev.shutdown().await;
+    let cmp = compare(&ra, &rb, split, subject.metric.goal);
+    let failed = ra.iter().chain(&rb).filter(|e| !e.record.outcome.is_ok()).count();
+
+    if g.json {
+        let out = json!({
+            "subject": subject.name, "metric": subject.metric.name, "goal": subject.metric.goal,
+            "a": {"config_path": path_a, "runs": runs_json(&ra), "summary": summary(&ra, split)},
+            "b": {"config_path": path_b, "runs": runs_json(&rb), "summary": summary(&rb, split)},
+            "diff": config_a.diff(&config_b).into_iter().map(|(k, x, y)| json!({"key": k, "a": x, "b": y})).collect::<Vec<_>>(),
+            "comparison": cmp, "failed": failed,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!("{}: {} ({}) on the {} split, {} runs each\n", subject.name, subject.metric.name, subject.metric.goal_name(), split, args.runs);
+        println!("A = {}\nB = {}", path_a.display(), path_b.display());
+        for (k, x, y) in config_a.diff(&config_b) {
+            println!("  {k}: {} -> {}", x.map_or("-".into(), |v| v.to_string()), y.map_or("-".into(), |v| v.to_string()));
+        }
+        println!();
+        let mut rows = vec![["", "n", "mean", "std", "95% CI", "failed"].map(String::from).to_vec()];
+        for (name, r) in [("A", &ra), ("B", &rb)] {
+            let fails = r.iter().filter(|e| !e.record.outcome.is_ok()).count().to_string();
+            match summary(r, split) {
+                Some(s) => rows.push(vec![name.into(), s.n.to_string(), num(Some(s.mean)), num(Some(s.std)), ci(&s), fails]),
+                None => rows.push(vec![name.into(), "0".into(), "-".into(), "-".into(), "-".into(), fails]),
+            }
+        }
+        print!("{}", render(&rows));
+        let p = |t: &Option<stats::TestResult>| t.as_ref().map_or("-".into(), |t| format!("{:.4} ({})", t.p_value, t.method));
+        println!(
+            "\nWilcoxon signed-rank p = {} over {} pairs\nMann-Whitney U p = {}\nCohen's d (B vs A) = {:.3}\nA12 (B over A) = {:.3}",
+            p(&cmp.wilcoxon), cmp.pairs, p(&cmp.mann_whitney), cmp.cohens_d, cmp.a12
+        );
+        let says = match cmp.verdict {
+            Verdict::Better => "B is significantly BETTER than A (p < 0.05, |d| >= 0.5)",
+            Verdict::Worse => "B is significantly WORSE than A (p < 0.05, |d| >= 0.5)",
+            Verdict::Equivalent => "no significant difference (needs p < 0.05 and |d| >= 0.5)",
+        };
+        println!("\nverdict: {says}");
+    }
+    Ok(if matches!(cmp.verdict, Verdict::Better) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

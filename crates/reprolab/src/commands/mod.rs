@@ -1,0 +1,76 @@
+//! One module per verb.
+
+pub mod bench_exec;
+pub mod compare;
+pub mod env;
+pub mod eval;
+pub mod trace;
+
+use anyhow::Result;
+use reprolab_core::Split;
+use reprolab_core::manifest::{Config, Subject};
+use reprolab_exec::{Evaluation, Evaluator, Mode};
+use reprolab_stats::Summary;
+use serde::Serialize;
+
+use crate::progress;
+
+/// Evaluate `config` on `seeds` with a progress bar that says how many came from the cache.
+pub async fn run_seeds(
+    ev: &Evaluator,
+    subject: &Subject,
+    config: &Config,
+    seeds: &[u64],
+    mode: Mode,
+    label: &str,
+    json: bool,
+) -> Result<Vec<Evaluation>> {
+    let pb = progress::bar(seeds.len() as u64, label, json);
+    let (mut cached, mut failed) = (0, 0);
+    let mut on_done = |e: &Evaluation| {
+        cached += e.cached as usize;
+        failed += !e.record.outcome.is_ok() as usize;
+        pb.set_message(format!("{cached} cached, {failed} failed"));
+        pb.inc(1);
+    };
+    let result = ev.run(subject, config, seeds, mode, &mut on_done).await;
+    pb.finish_and_clear();
+    Ok(result?)
+}
+
+/// Metric values of the finished runs on one split.
+pub fn metrics(evals: &[Evaluation], split: Split) -> Vec<f64> {
+    evals.iter().filter_map(|e| e.record.outcome.metric(split)).collect()
+}
+
+/// Per-run line of the JSON output.
+#[derive(Serialize)]
+pub struct RunJson<'a> {
+    pub seed: u64,
+    pub outcome: &'a reprolab_core::Outcome,
+    pub duration_s: f64,
+    pub cached: bool,
+}
+
+pub fn runs_json(evals: &[Evaluation]) -> Vec<RunJson<'_>> {
+    evals
+        .iter()
+        .map(|e| RunJson {
+            seed: e.record.seed,
+            outcome: &e.record.outcome,
+            duration_s: e.record.duration_s,
+            cached: e.cached,
+        })
+        .collect()
+}
+
+/// Summary of one split, `None` when no run finished.
+pub fn summary(evals: &[Evaluation], split: Split) -> Option<Summary> {
+    let xs = metrics(evals, split);
+    (!xs.is_empty()).then(|| reprolab_stats::summarize(&xs))
+}
+
+/// `[lo, hi]` with 4 decimals.
+pub fn ci(s: &Summary) -> String {
+    format!("[{:.4}, {:.4}]", s.ci95.0, s.ci95.1)
+}

@@ -1,0 +1,96 @@
+//! `reprolab trace`: one instrumented training; per-epoch dynamics on screen and as JSON.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use reprolab_exec::Mode;
+use serde_json::{Value, json};
+
+use super::run_seeds;
+use crate::cli::{Global, TraceArgs};
+use crate::context;
+use crate::table::render;
+
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            if x != 0.0 && (x.abs() < 1e-3 || x.abs() >= 1e4) { format!("{x:.2e}") } else { format!("{x:.4}") }
+        }
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Per-layer table of one epoch record.
+fn layer_table(epoch: &Value) -> String {
+    let cols = ["name", "kind", "act", "weight_norm", "grad_norm", "grad_zero_frac", "dead_frac", "saturated_frac", "mean_abs_out"];
+    let mut rows = vec![cols.map(String::from).to_vec()];
+    for layer in epoch["layers"].as_array().into_iter().flatten() {
+        rows.push(cols.iter().map(|c| cell(&layer[*c])).collect());
+    }
+    render(&rows)
+}
+
+pub async fn run(g: &Global, a: &TraceArgs) -> Result<ExitCode> {
+    let subject = context::load_subject(&a.subject)?;
+    let (config, config_path) = context::load_config(&subject, a.config.as_deref())?;
+    let ev = context::evaluator(g).await?;
+    let evals = run_seeds(&ev, &subject, &config, &[a.seed], Mode::Trace, "trace", g.json).await?;
+    ev.shutdown().await;
+    let e = &evals[0].record;
+    let out_path = a.out.clone().unwrap_or_else(|| {
+        PathBuf::from(".reprolab").join("traces").join(format!("{}-seed{}.json", subject.name, a.seed))
+    });
+    let doc = json!({
+        "subject": subject.name, "config_path": config_path, "config": config, "seed": a.seed,
+        "outcome": e.outcome, "duration_s": e.duration_s, "epochs": e.epochs,
+    });
+    if let Some(dir) = out_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(&out_path, serde_json::to_string_pretty(&doc)?).with_context(|| format!("writing {}", out_path.display()))?;
+
+    if g.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!("{} seed {} with {}: {} in {:.2} s\n", subject.name, a.seed, config_path.display(), e.outcome.summary(), e.duration_s);
+        if e.epochs.is_empty() {
+            println!("no per-epoch records: the subject does not call reprolab.log_epoch");
+        } else {
+            let mut keys: Vec<String> = vec!["epoch".into()];
+            for rec in &e.epochs {
+                for k in rec.as_object().into_iter().flat_map(|o| o.keys()) {
+                    if !matches!(k.as_str(), "layers" | "epoch") && !keys.contains(k) {
+                        keys.push(k.clone());
+                    }
+                }
+            }
+            let mut rows = vec![keys.clone()];
+            for rec in &e.epochs {
+                rows.push(keys.iter().map(|k| cell(&rec[k.as_str()])).collect());
+            }
+            print!("{}", render(&rows));
+            let first = &e.epochs[0];
+            let last = &e.epochs[e.epochs.len() - 1];
+            if first.get("layers").is_some() {
+                println!("\nlayers at epoch {}:\n{}", cell(&first["epoch"]), layer_table(first));
+                if e.epochs.len() > 1 {
+                    println!("layers at epoch {}:\n{}", cell(&last["epoch"]), layer_table(last));
+                }
+            }
+            let nan: Vec<String> = e.epochs.iter().filter(|r| r["nan"] == true).map(|r| cell(&r["epoch"])).collect();
+            if !nan.is_empty() {
+                println!("NaN/Inf in loss or weights at epochs: {}", nan.join(", "));
+            }
+        }
+        if let reprolab_core::Outcome::Exception { traceback, .. } = &e.outcome {
+            println!("\n{}", traceback.trim_end());
+        }
+        println!("\ntrace saved to {}", out_path.display());
+    }
+    Ok(if e.outcome.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

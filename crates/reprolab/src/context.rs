@@ -1,0 +1,60 @@
+//! What every command that trains needs: a subject, a provisioned environment, the store and an
+//! evaluator.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use reprolab_core::manifest::{Config, Subject};
+use reprolab_exec::{EnvOptions, Evaluator, PythonEnv};
+use reprolab_store::Store;
+
+use crate::cli::Global;
+use crate::progress;
+
+pub fn env_options(g: &Global) -> EnvOptions {
+    EnvOptions {
+        python: g.python.clone(),
+        cache_dir: None,
+    }
+}
+
+/// Provision (on first use) and return the Python environment, with a spinner meanwhile.
+pub async fn python_env(g: &Global) -> Result<PythonEnv> {
+    let opts = env_options(g);
+    let json = g.json;
+    tokio::task::spawn_blocking(move || {
+        let sp = progress::spinner("python env", json);
+        let result = reprolab_exec::env::ensure(&opts, &|line: &str| sp.set_message(line.to_string()));
+        sp.finish_and_clear();
+        result
+    })
+    .await?
+    .context("preparing the Python environment")
+}
+
+pub fn store_path(g: &Global) -> PathBuf {
+    g.store.clone().unwrap_or_else(|| PathBuf::from(".reprolab").join("store.db"))
+}
+
+pub fn open_store(g: &Global) -> Result<Store> {
+    Ok(Store::open(&store_path(g))?)
+}
+
+pub async fn evaluator(g: &Global) -> Result<Evaluator> {
+    let env = python_env(g).await?;
+    let store = open_store(g)?;
+    let workers = g.workers.unwrap_or_else(reprolab_exec::default_workers);
+    Ok(Evaluator::new(env, store, workers, !g.no_cache).context("creating a scratch directory")?)
+}
+
+pub fn load_subject(path: &Path) -> Result<Subject> {
+    Ok(Subject::load(path)?)
+}
+
+/// The config from `--config FILE` (validated against the space) or the subject's own.
+pub fn load_config(subject: &Subject, path: Option<&Path>) -> Result<(Config, PathBuf)> {
+    match path {
+        Some(p) => Ok((subject.load_config(p)?, p.to_path_buf())),
+        None => Ok((subject.config.clone(), subject.config_path.clone())),
+    }
+}

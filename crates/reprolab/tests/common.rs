@@ -1,0 +1,49 @@
+//! Helpers for the integration tests: run the real binary on real subjects, each test with its
+//! own store, all sharing the managed Python environment (provisioned once, under a file lock).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+pub fn subject(name: &str) -> PathBuf {
+    repo().join("subjects").join(name)
+}
+
+/// A reprolab command with a private store in `dir`.
+pub fn reprolab(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_reprolab"));
+    cmd.current_dir(dir).arg("--store").arg(dir.join("store.db"));
+    cmd
+}
+
+pub fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("reprolab runs");
+    eprintln!(
+        "$ {:?}\nexit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        cmd,
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+pub fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+/// Write a config JSON file into `dir` and return its path.
+pub fn config_file(dir: &Path, name: &str, value: serde_json::Value) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, value.to_string()).unwrap();
+    p
+}

@@ -1,0 +1,408 @@
+"""`python -m reprolab.worker`: the warm worker that the Rust side drives over JSON lines.
+
+Protocol (docs/architecture.md, "Worker protocol"):
+
+* At start the worker keeps a private duplicate of fd 1 for protocol events and points fd 1 at
+  fd 2, so nothing printed (by Python or by C code) can corrupt the protocol. It imports torch,
+  numpy and scikit-learn once, sets one intra-op thread and does no torch computation (thread
+  pools do not survive fork), then emits
+  {"ev": "ready", "pid", "python", "torch", "import_s"}.
+* Requests on stdin, one JSON object per line:
+  {"op": "eval", "id", "subject_dir", "entry", "config", "seed", "mode", "workdir", "memory_mb"}
+  -> fork a child; {"ev": "started", "id", "pid"}; wait; {"ev": "done", "id", "exit_code", "signal"}.
+  {"op": "shutdown"} or end of input -> exit 0.
+  A line that is not a valid request -> {"ev": "error", "message", ["id"]} and the loop goes on.
+* The child (its own process group) writes everything it prints to workdir/output.log and its
+  result to workdir/result.json (atomically):
+  {"status": "ok", "search", "holdout", "extra"}  (+ "nonfinite": true, metrics null, when a
+                                                   metric is NaN/Inf)
+  {"status": "exception", "type", "message", "traceback"}
+  {"status": "oom", "type", "message", "traceback"}   (MemoryError / allocator failures)
+
+Memory: `memory_mb` sets RLIMIT_DATA in the child. That is only a soft cap that makes large
+allocations fail early with a MemoryError; the Rust side's RSS watchdog over the process group is
+the real bound.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+# --- protocol channel first, before anything can print --------------------------------------
+_events = None
+
+
+def _emit(obj):
+    import json
+
+    _events.write(json.dumps(obj, allow_nan=False) + "\n")
+    _events.flush()
+
+
+def _setup_channels():
+    global _events
+    _events = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # fd 1 now goes where stderr goes
+    try:
+        sys.stdout.flush()
+    except Exception:
+        pass
+
+
+_THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+
+_WARM_IMPORTS = ("torch._dynamo", "torch.optim", "torch.utils.data", "sklearn.datasets",
+                 "sklearn.model_selection", "sklearn.metrics", "sklearn.preprocessing")
+
+_OOM_MARKERS = ("can't allocate memory", "DefaultCPUAllocator", "out of memory")
+
+
+# --- the child ------------------------------------------------------------------------------
+def _type_name(exc, entry_module_name=None, entry_stem=None):
+    t = type(exc)
+    module = getattr(t, "__module__", None) or ""
+    if module in ("builtins", "reprolab"):
+        return t.__qualname__
+    if entry_module_name is not None and module == entry_module_name:
+        module = entry_stem
+    return f"{module}.{t.__qualname__}" if module else t.__qualname__
+
+
+def _is_oom(exc):
+    if isinstance(exc, MemoryError):
+        return True
+    torch = sys.modules.get("torch")
+    oom_cls = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
+    if oom_cls is not None and isinstance(exc, oom_cls):
+        return True
+    if isinstance(exc, RuntimeError):
+        msg = str(exc)
+        return any(m in msg for m in _OOM_MARKERS)
+    return False
+
+
+def _resolve_entry(subject_dir, entry):
+    """'train.py:train' -> (absolute file path, module stem, callable name)."""
+    if not isinstance(entry, str) or entry.count(":") != 1:
+        raise ValueError(f"entry must look like 'train.py:train', got {entry!r}")
+    target, func = entry.split(":")
+    if not func or not target:
+        raise ValueError(f"entry must look like 'train.py:train', got {entry!r}")
+    if target.endswith(".py"):
+        rel = target
+    else:  # a dotted module name
+        rel = target.replace(".", os.sep) + ".py"
+    path = os.path.normpath(os.path.join(subject_dir, rel))
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return path, stem, func
+
+
+def _run_child(req):
+    """Runs in the forked child; never returns."""
+    code = 70
+    try:
+        try:
+            os.setpgid(0, 0)
+        except OSError:
+            pass
+        import signal
+
+        # Python's usual handlers: SIGTERM kills, SIGINT raises KeyboardInterrupt
+        for sig, handler in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
+            try:
+                signal.signal(sig, handler)
+            except (OSError, ValueError):
+                pass
+        try:
+            _events.close()  # the child never speaks the protocol
+        except Exception:
+            pass
+        workdir = os.path.abspath(req["workdir"])
+        os.makedirs(workdir, exist_ok=True)
+        log_fd = os.open(os.path.join(workdir, "output.log"),
+                         os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o644)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        os.close(log_fd)
+        null_fd = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null_fd, 0)
+        os.close(null_fd)
+        sys.stdin = open(0, "r", closefd=False)
+        sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
+        sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
+        try:
+            import faulthandler
+
+            faulthandler.enable(file=sys.stderr)
+        except Exception:
+            pass
+        _child_eval(req, workdir)
+        code = 0
+    except BaseException:  # noqa: BLE001 - the child must never return into the loop
+        try:
+            import traceback
+
+            traceback.print_exc()
+        except BaseException:
+            pass
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        os._exit(code)
+
+
+def _child_eval(req, workdir):
+    import importlib.util
+    import traceback
+
+    import reprolab
+
+    result_path = os.path.join(workdir, "result.json")
+    memory_mb = req.get("memory_mb")
+    if memory_mb:
+        try:
+            import resource
+
+            # RLIMIT_DATA counts the data segment the child inherited from the worker
+            # (torch's, hundreds of MB), so the cap is what the evaluation may add on top.
+            soft = (_vm_data_kb() * 1024) + int(memory_mb) * 2**20
+            _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+            if hard != resource.RLIM_INFINITY and soft > hard:
+                soft = hard
+            resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+        except (ValueError, OSError) as e:
+            print(f"reprolab: could not set RLIMIT_DATA to {memory_mb} MB: {e}", file=sys.stderr)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+    subject_dir = os.path.abspath(req["subject_dir"])
+    entry = req["entry"]
+    mode = req.get("mode") or "eval"
+    module_name = None
+    stem = None
+    try:
+        path, stem, func_name = _resolve_entry(subject_dir, entry)
+        os.chdir(subject_dir)
+        sys.path.insert(0, subject_dir)
+        sys.argv = [path]
+        safe_id = "".join(c if c.isalnum() else "_" for c in str(req["id"]))
+        module_name = f"_reprolab_entry_{safe_id}"
+        reprolab._set_run_context(workdir, mode, run_id=req["id"])
+        if not os.path.isfile(path):
+            raise reprolab.ReprolabContractError(
+                f"entry {entry!r}: no file {path} in the subject directory")
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        fn = getattr(module, func_name, None)
+        if fn is None or not callable(fn):
+            raise reprolab.ReprolabContractError(
+                f"entry {entry!r}: {os.path.basename(path)} defines no callable {func_name!r}; "
+                "a subject must define train(config, seed) -> {'search': ..., 'holdout': ...}")
+        result = fn(req.get("config") or {}, req.get("seed", 0))
+        search, holdout, extra = reprolab._validate_result(result)
+        record = reprolab._ok_record(search, holdout, extra)
+    except KeyboardInterrupt:
+        # interrupted, not a property of the subject: die by SIGINT, write no result (-> crash)
+        import signal
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        raise
+    except BaseException as e:  # noqa: BLE001 - SystemExit inside train is an exception too
+        tb = traceback.format_exc()
+        try:
+            sys.stderr.write(tb)
+        except BaseException:
+            pass
+        record = {
+            "status": "oom" if _is_oom(e) else "exception",
+            "type": _type_name(e, module_name, stem),
+            "message": _safe_str(e),
+            "traceback": tb,
+        }
+    try:
+        reprolab._write_json_atomic(result_path, record)
+    except Exception as e:  # e.g. an unserialisable extra that slipped through
+        fallback = {"status": "exception", "type": "ReprolabContractError",
+                    "message": f"could not write the result: {_safe_str(e)}",
+                    "traceback": traceback.format_exc()}
+        reprolab._write_json_atomic(result_path, fallback)
+
+
+def _safe_str(e):
+    try:
+        return str(e)
+    except BaseException:
+        return repr(e)
+
+
+# --- the parent loop ------------------------------------------------------------------------
+_REQUIRED = ("id", "subject_dir", "entry", "workdir")
+
+
+def _check_request(req):
+    """None when `req` is a valid eval request, else a message."""
+    missing = [k for k in _REQUIRED if k not in req]
+    if missing:
+        return f"eval request lacks {', '.join(missing)}"
+    if not isinstance(req["id"], (str, int)):
+        return "eval request: id must be a string"
+    for k in ("subject_dir", "entry", "workdir"):
+        if not isinstance(req[k], str) or not req[k]:
+            return f"eval request: {k} must be a non-empty string"
+    if req.get("mode", "eval") not in ("eval", "trace"):
+        return f"eval request: mode must be 'eval' or 'trace', got {req.get('mode')!r}"
+    config = req.get("config", {})
+    if config is not None and not isinstance(config, dict):
+        return "eval request: config must be an object"
+    seed = req.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        return "eval request: seed must be an integer"
+    mem = req.get("memory_mb")
+    if mem is not None and (isinstance(mem, bool) or not isinstance(mem, int) or mem < 0):
+        return "eval request: memory_mb must be a non-negative integer or null"
+    return None
+
+
+def _handle_eval(req):
+    err = _check_request(req)
+    if err is not None:
+        ev = {"ev": "error", "message": err}
+        if isinstance(req.get("id"), (str, int)):
+            ev["id"] = req["id"]
+        _emit(ev)
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    try:
+        pid = os.fork()
+    except OSError as e:
+        _emit({"ev": "error", "id": req["id"], "message": f"fork failed: {e}"})
+        return
+    if pid == 0:
+        _run_child(req)  # never returns
+        os._exit(70)
+    try:  # also from this side, so the group exists before Rust may signal it
+        os.setpgid(pid, pid)
+    except OSError:
+        pass
+    _emit({"ev": "started", "id": req["id"], "pid": pid})
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except ChildProcessError:
+            status = None
+            break
+        except InterruptedError:
+            continue
+    if status is None:
+        exit_code, sig = None, None
+    elif os.WIFSIGNALED(status):
+        exit_code, sig = None, os.WTERMSIG(status)
+    else:
+        exit_code, sig = os.waitstatus_to_exitcode(status), None
+    _emit({"ev": "done", "id": req["id"], "exit_code": exit_code, "signal": sig})
+
+
+def _vm_data_kb():
+    """This process's data segment (VmData) in kB, 0 if unknown."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def main():
+    import json
+    import platform
+    import time
+
+    _setup_channels()
+    for var in _THREAD_VARS:
+        os.environ.setdefault(var, "1")
+
+    t0 = time.perf_counter()
+    try:
+        import numpy  # noqa: F401
+        import sklearn  # noqa: F401
+        import torch
+    except BaseException as e:  # noqa: BLE001
+        _emit({"ev": "error", "fatal": True, "message": f"import failed: {type(e).__name__}: {e}"})
+        return 1
+    torch.set_num_threads(1)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass
+    # Modules every training would otherwise import on its own, in each child: the first
+    # optimizer step imports torch._dynamo (several seconds). Imports only, no computation.
+    import importlib
+
+    for name in _WARM_IMPORTS:
+        try:
+            importlib.import_module(name)
+        except Exception as e:  # noqa: BLE001 - a missing optional module is not fatal
+            print(f"reprolab worker: could not pre-import {name}: {e}", file=sys.stderr)
+    import reprolab  # noqa: F401
+    import reprolab.nn  # noqa: F401  (pre-import: children fork with it loaded)
+    import reprolab.trace  # noqa: F401
+    import_s = time.perf_counter() - t0
+
+    _emit({"ev": "ready", "pid": os.getpid(), "python": platform.python_version(),
+           "torch": torch.__version__, "import_s": round(import_s, 3)})
+
+    stdin = sys.stdin
+    while True:
+        line = stdin.readline()
+        if not line:
+            return 0  # EOF
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            req = json.loads(line)
+        except ValueError as e:
+            _emit({"ev": "error", "message": f"malformed request (not JSON): {e}"})
+            continue
+        if not isinstance(req, dict):
+            _emit({"ev": "error", "message": "malformed request: expected a JSON object"})
+            continue
+        op = req.get("op")
+        if op == "shutdown":
+            return 0
+        if op == "eval":
+            _handle_eval(req)
+            continue
+        ev = {"ev": "error", "message": f"unknown op {op!r}; expected 'eval' or 'shutdown'"}
+        if isinstance(req.get("id"), (str, int)):
+            ev["id"] = req["id"]
+        _emit(ev)
+
+
+if __name__ == "__main__":
+    _code = main()
+    # Leave without the interpreter's teardown (seconds with torch loaded); nothing is pending.
+    for _stream in (_events, sys.stdout, sys.stderr):
+        try:
+            if _stream is not None:
+                _stream.flush()
+        except Exception:
+            pass
+    os._exit(_code or 0)

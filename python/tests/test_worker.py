@@ -1,0 +1,336 @@
+"""The worker end to end, through a real `python -m reprolab.worker` subprocess."""
+import json
+import os
+import signal
+import textwrap
+
+import pytest
+
+SUBJECT = textwrap.dedent('''
+    import os
+    import resource
+    import signal
+    import sys
+
+    import numpy as np
+    import torch
+    from torch import nn
+
+    import reprolab
+    import reprolab.nn as rnn
+
+    N = 64
+
+
+    def _fit(config, seed, zero=False):
+        torch.set_num_threads(1)
+        reprolab.seed_everything(seed)
+        g = torch.Generator().manual_seed(123)
+        x = torch.randn(N, 8, generator=g)
+        y = (x[:, 0] > 0).long()
+        y1 = nn.functional.one_hot(y, 2).float()
+        model = nn.Sequential(nn.Linear(8, 16), rnn.activation("relu"), nn.Linear(16, 2),
+                              rnn.activation("softmax"))
+        for layer in (model[0], model[2]):
+            rnn.init_layer(layer, "zeros" if zero else "glorot_uniform", "zeros")
+        reprolab.watch(model)
+        loss_fn = rnn.loss("categorical_crossentropy")
+        opt = rnn.optimizer("adam", model.parameters(), 0.01)
+        for epoch in range(config.get("epochs", 2)):
+            for i in range(0, N, 16):
+                loss = loss_fn(model(x[i:i + 16]), y1[i:i + 16])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            model.eval()
+            with torch.no_grad():
+                acc = float((model(x).argmax(1) == y).float().mean())
+            model.train()
+            reprolab.log_epoch(epoch, loss=loss, acc=acc)
+        return acc
+
+
+    def train(config, seed):
+        acc = _fit(config, seed)
+        return {"search": acc, "holdout": acc, "own_group": os.getpgid(0) == os.getpid(),
+                "cwd": os.getcwd(), "in_trace": reprolab.in_trace(),
+                "rlimit_data": resource.getrlimit(resource.RLIMIT_DATA)[0],
+                "main": sys.path[0], "weird": float("inf")}
+
+
+    def train_zero(config, seed):
+        acc = _fit(config, seed, zero=True)
+        return {"search": acc, "holdout": acc}
+
+
+    def train_noisy(config, seed):
+        chunk = "x" * 1023 + "\\n"
+        for _ in range(1024):
+            sys.stdout.write(chunk)
+            sys.stderr.write(chunk)
+        print('{"ev": "done", "id": "fake"}')
+        os.write(1, b"raw fd 1 write\\n")
+        os.write(2, b"raw fd 2 write\\n")
+        print("NOISY-MARKER", flush=True)
+        stdin = sys.stdin.read()
+        return {"search": 1.0, "holdout": 1.0, "stdin": stdin}
+
+
+    class SubjectError(Exception):
+        pass
+
+
+    def train_raises(config, seed):
+        raise ValueError("boom from the subject")
+
+
+    def train_custom(config, seed):
+        raise SubjectError("custom failure")
+
+
+    def train_wrong_type(config, seed):
+        return 0.5
+
+
+    def train_missing_key(config, seed):
+        return {"search": 0.5}
+
+
+    def train_nan(config, seed):
+        return {"search": float("nan"), "holdout": float("inf")}
+
+
+    def train_sys_exit(config, seed):
+        sys.exit(3)
+
+
+    def train_memory_error(config, seed):
+        raise MemoryError("no room")
+
+
+    def train_big_alloc(config, seed):
+        # 4 GiB of address space, never touched: refused only by RLIMIT_DATA
+        a = np.empty(4 * 2**30, dtype=np.uint8)
+        return {"search": float(a.nbytes), "holdout": 0.0}
+
+
+    def train_optimizers(config, seed):
+        changed = {}
+        for name in rnn.OPTIMIZERS:
+            p = nn.Parameter(torch.tensor([1.0, -2.0]))
+            opt = rnn.optimizer(name, [p], 0.1)
+            opt.zero_grad()
+            (p ** 2).sum().backward()
+            opt.step()
+            changed[name] = bool((p.detach() != torch.tensor([1.0, -2.0])).all())
+        groups = {name: {k: v for k, v in rnn.optimizer(name, [nn.Parameter(torch.zeros(1))], 0.5)
+                         .param_groups[0].items() if isinstance(v, (int, float, tuple))}
+                  for name in rnn.OPTIMIZERS}
+        return {"search": 1.0, "holdout": 1.0, "changed": changed, "groups": groups}
+
+
+    def train_big_tensor(config, seed):
+        t = torch.empty(4 * 2**30, dtype=torch.uint8)  # torch's allocator: a RuntimeError
+        return {"search": float(t.numel()), "holdout": 0.0}
+
+
+    def train_hard_exit(config, seed):
+        os._exit(7)
+
+
+    def train_killed(config, seed):
+        os.kill(os.getpid(), signal.SIGKILL)
+''')
+
+
+@pytest.fixture(scope="module")
+def subject(tmp_path_factory):
+    d = tmp_path_factory.mktemp("subject")
+    (d / "train.py").write_text(SUBJECT)
+    return d
+
+
+@pytest.fixture(scope="module")
+def ready(worker):
+    ev = worker.wait_ready()
+    assert ev["ev"] == "ready"
+    return worker
+
+
+class Run:
+    def __init__(self, started, done, workdir):
+        self.started, self.done, self.workdir = started, done, workdir
+
+    @property
+    def result(self):
+        return json.loads((self.workdir / "result.json").read_text())
+
+    @property
+    def epochs(self):
+        return [json.loads(l) for l in (self.workdir / "epochs.jsonl").read_text().splitlines()]
+
+    @property
+    def output(self):
+        return (self.workdir / "output.log").read_text()
+
+
+_counter = [0]
+
+
+def run_eval(worker, subject, tmp_path, func="train", mode="eval", **extra):
+    _counter[0] += 1
+    rid = f"e{_counter[0]}"
+    workdir = tmp_path / rid
+    req = {"op": "eval", "id": rid, "subject_dir": str(subject), "entry": f"train.py:{func}",
+           "config": {"epochs": 2}, "seed": 1, "mode": mode, "workdir": str(workdir),
+           "memory_mb": None}
+    req.update(extra)
+    worker.send(req)
+    started = worker.event()
+    assert started["ev"] == "started" and started["id"] == rid, started
+    assert isinstance(started["pid"], int) and started["pid"] != worker.proc.pid
+    done = worker.event()
+    assert done == {"ev": "done", "id": rid, "exit_code": done["exit_code"], "signal": done["signal"]}
+    return Run(started, done, workdir)
+
+
+def test_ready_event(ready):
+    ev = ready.ready
+    assert ev["pid"] == ready.proc.pid
+    assert ev["python"].count(".") == 2 and ev["torch"].startswith("2.")
+    assert ev["import_s"] > 0
+
+
+def test_eval_ok(ready, subject, tmp_path):
+    r = run_eval(ready, subject, tmp_path, memory_mb=3072)
+    assert r.done["exit_code"] == 0 and r.done["signal"] is None
+    res = r.result
+    assert res["status"] == "ok" and "nonfinite" not in res
+    assert 0.0 <= res["search"] <= 1.0 and res["holdout"] == res["search"]
+    extra = res["extra"]
+    assert extra["own_group"] is True and extra["in_trace"] is False
+    assert os.path.realpath(extra["cwd"]) == os.path.realpath(subject)
+    assert os.path.realpath(extra["main"]) == os.path.realpath(subject)
+    assert extra["rlimit_data"] == 3072 * 2**20
+    assert extra["weird"] is None  # non-finite extras are made JSON-safe
+    epochs = r.epochs
+    assert [e["epoch"] for e in epochs] == [0, 1]
+    assert all("layers" not in e and e["nan"] is False and e["loss"] > 0 for e in epochs)
+    # same config and seed again: same result (the worker's state does not leak between runs)
+    assert run_eval(ready, subject, tmp_path, memory_mb=3072).result["search"] == res["search"]
+
+
+def test_trace(ready, subject, tmp_path):
+    r = run_eval(ready, subject, tmp_path, mode="trace")
+    assert r.result["status"] == "ok" and r.result["extra"]["in_trace"] is True
+    epochs = r.epochs
+    assert len(epochs) == 2
+    for e in epochs:
+        layers = e["layers"]
+        assert [(l["name"], l["kind"], l["act"]) for l in layers] == [("0", "Linear", "relu"),
+                                                                      ("2", "Linear", "softmax")]
+        for l in layers:
+            assert l["grad_norm"] > 0 and l["weight_norm"] > 0
+            assert 0 <= l["grad_zero_frac"] <= 1 and 0 <= l["dead_frac"] <= 1
+            assert l["saturated_frac"] == 0.0 and l["mean_abs_out"] > 0
+
+
+def test_trace_zero_initialised_relu(ready, subject, tmp_path):
+    r = run_eval(ready, subject, tmp_path, func="train_zero", mode="trace")
+    assert r.result["status"] == "ok"
+    first = r.epochs[0]["layers"][0]
+    assert first["dead_frac"] == 1.0
+    assert first["grad_norm"] == 0.0 and first["grad_zero_frac"] == 1.0
+
+
+def test_noisy_subject_does_not_corrupt_events(ready, subject, tmp_path):
+    r = run_eval(ready, subject, tmp_path, func="train_noisy")
+    assert r.result["status"] == "ok"
+    assert r.result["extra"]["stdin"] == ""  # the subject cannot read the protocol's stdin
+    out = r.output
+    assert "NOISY-MARKER" in out and "raw fd 1 write" in out and "raw fd 2 write" in out
+    assert len(out) > 2 * 2**20
+    assert not any("fake" in line for line in ready.raw)
+
+
+def test_exception(ready, subject, tmp_path):
+    res = run_eval(ready, subject, tmp_path, func="train_raises").result
+    assert res["status"] == "exception" and res["type"] == "ValueError"
+    assert res["message"] == "boom from the subject"
+    assert "Traceback" in res["traceback"] and 'raise ValueError("boom from the subject")' in res["traceback"]
+    res = run_eval(ready, subject, tmp_path, func="train_custom").result
+    assert res["status"] == "exception" and res["type"] == "train.SubjectError"
+
+
+def test_contract_errors(ready, subject, tmp_path):
+    res = run_eval(ready, subject, tmp_path, func="train_wrong_type").result
+    assert res["status"] == "exception" and res["type"] == "ReprolabContractError"
+    assert "float" in res["message"] and '"search"' in res["message"]
+    res = run_eval(ready, subject, tmp_path, func="train_missing_key").result
+    assert res["type"] == "ReprolabContractError" and "'holdout'" in res["message"]
+    res = run_eval(ready, subject, tmp_path, func="no_such_function").result
+    assert res["type"] == "ReprolabContractError" and "no_such_function" in res["message"]
+
+
+def test_non_finite_metrics(ready, subject, tmp_path):
+    r = run_eval(ready, subject, tmp_path, func="train_nan")
+    assert r.result == {"status": "ok", "search": None, "holdout": None, "extra": {}, "nonfinite": True}
+
+
+def test_sys_exit_is_an_exception(ready, subject, tmp_path):
+    r = run_eval(ready, subject, tmp_path, func="train_sys_exit")
+    assert r.done["exit_code"] == 0
+    assert r.result["status"] == "exception" and r.result["type"] == "SystemExit"
+
+
+def test_memory_errors_are_oom(ready, subject, tmp_path):
+    res = run_eval(ready, subject, tmp_path, func="train_memory_error").result
+    assert res["status"] == "oom" and res["message"] == "no room"
+    res = run_eval(ready, subject, tmp_path, func="train_big_alloc", memory_mb=3072).result
+    assert res["status"] == "oom", res
+    res = run_eval(ready, subject, tmp_path, func="train_big_tensor", memory_mb=3072).result
+    assert res["status"] == "oom", res
+
+
+def test_every_optimizer_steps(ready, subject, tmp_path):
+    res = run_eval(ready, subject, tmp_path, func="train_optimizers").result
+    assert res["status"] == "ok"
+    names = ["sgd", "rmsprop", "adagrad", "adadelta", "adam", "adamax", "nadam"]
+    assert res["extra"]["changed"] == {name: True for name in names}
+    groups = res["extra"]["groups"]
+    assert all(groups[name]["lr"] == 0.5 for name in names)
+    # Keras defaults other than the learning rate
+    assert groups["sgd"]["momentum"] == 0
+    assert groups["rmsprop"]["alpha"] == 0.9 and groups["rmsprop"]["eps"] == 1e-7
+    assert groups["rmsprop"]["momentum"] == 0 and groups["rmsprop"]["centered"] is False
+    assert groups["adagrad"]["initial_accumulator_value"] == 0.1 and groups["adagrad"]["eps"] == 1e-7
+    assert groups["adadelta"]["rho"] == 0.95 and groups["adadelta"]["eps"] == 1e-7
+    for name in ("adam", "adamax", "nadam"):
+        assert groups[name]["betas"] == [0.9, 0.999] and groups[name]["eps"] == 1e-7
+
+
+def test_child_exit_and_signal_are_reported(ready, subject, tmp_path):
+    r = run_eval(ready, subject, tmp_path, func="train_hard_exit")
+    assert r.done["exit_code"] == 7 and r.done["signal"] is None
+    assert not (r.workdir / "result.json").exists()
+    r = run_eval(ready, subject, tmp_path, func="train_killed")
+    assert r.done["exit_code"] is None and r.done["signal"] == signal.SIGKILL
+    assert not (r.workdir / "result.json").exists()
+
+
+def test_bad_requests_are_answered_and_skipped(ready, subject, tmp_path):
+    ready.send("this is not json")
+    ev = ready.event()
+    assert ev["ev"] == "error" and "malformed" in ev["message"]
+    ready.send({"op": "eval", "id": "bad1"})
+    ev = ready.event()
+    assert ev["ev"] == "error" and ev["id"] == "bad1" and "subject_dir" in ev["message"]
+    ready.send({"op": "frobnicate"})
+    assert ready.event()["ev"] == "error"
+    # the worker still works
+    assert run_eval(ready, subject, tmp_path).result["status"] == "ok"
+
+
+def test_shutdown(ready):
+    ready.send({"op": "shutdown"})
+    assert ready.proc.wait(timeout=60) == 0
