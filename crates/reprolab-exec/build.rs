@@ -12,12 +12,21 @@ fn main() {
         .filter(|p| p.extension().is_some_and(|x| x == "py"))
         .collect();
     files.sort();
-    let mut out = String::from("/// (file name, contents) of the bundled Python package.\npub const PY_FILES: &[(&str, &str)] = &[\n");
+    let mut out = String::from(
+        "/// (file name, contents) of the bundled Python package.\npub const PY_FILES: &[(&str, &str)] = &[\n",
+    );
     for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
         let name = f.file_name().unwrap().to_string_lossy();
-        out.push_str(&format!("    ({name:?}, include_str!({:?})),\n", f.canonicalize().unwrap().display().to_string()));
+        out.push_str(&format!(
+            "    ({name:?}, include_str!({:?})),\n",
+            f.canonicalize().unwrap().display().to_string()
+        ));
     }
     out.push_str("];\n");
-    fs::write(PathBuf::from(env::var("OUT_DIR").unwrap()).join("py_files.rs"), out).unwrap();
+    fs::write(
+        PathBuf::from(env::var("OUT_DIR").unwrap()).join("py_files.rs"),
+        out,
+    )
+    .unwrap();
 }

@@ -60,7 +60,7 @@ def evaluate(model, loss_fn, x, y):
     with torch.no_grad():
         out = model(x)
         loss = float(loss_fn(out, one_hot(y)))
-        acc = float((out.argmax(dim=1) == y).float().mean())
+        acc = int((out.argmax(dim=1) == y).sum()) / len(y)
     model.train()
     return loss, acc
 
@@ -71,6 +71,7 @@ def train(config, seed):
     data = load_data()
     x_tr, y_tr = data["train"]
     x_se, y_se = data["search"]
+    t_tr = one_hot(y_tr)
 
     model = build_model(config)
     reprolab.watch(model)
@@ -86,7 +87,7 @@ def train(config, seed):
             idx = perm[start:start + bs]
             xb, yb = x_tr[idx], y_tr[idx]
             out = model(xb)
-            loss = loss_fn(out, one_hot(yb))
+            loss = loss_fn(out, t_tr[idx])
             opt.zero_grad()
             loss.backward()
             opt.step()

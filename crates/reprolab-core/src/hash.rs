@@ -63,6 +63,8 @@ fn collect(
                 continue;
             }
             collect(&path, &rel, out)?;
+        } else if name_bytes.ends_with(b".md") {
+            continue;
         } else if ty.is_file() {
             out.push((rel, path));
         } else if ty.is_symlink() {
@@ -78,6 +80,17 @@ fn collect(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markdown_does_not_change_the_tree_hash() {
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join("train.py"), "x = 1").unwrap();
+        let before = hash_tree(d.path()).unwrap();
+        fs::write(d.path().join("README.md"), "notes").unwrap();
+        assert_eq!(hash_tree(d.path()).unwrap(), before);
+        fs::write(d.path().join("train.py"), "x = 2").unwrap();
+        assert_ne!(hash_tree(d.path()).unwrap(), before);
+    }
 
     #[test]
     fn sha256_of_empty_input() {

@@ -78,7 +78,9 @@ impl Outcome {
     /// One line for humans: `ok`, `exception: ValueError: bad shape`, `timeout after 60 s`, …
     pub fn summary(&self) -> String {
         match self {
-            Outcome::Ok { search, holdout } => format!("ok (search {search:.4}, holdout {holdout:.4})"),
+            Outcome::Ok { search, holdout } => {
+                format!("ok (search {search:.4}, holdout {holdout:.4})")
+            }
             Outcome::Nan { .. } => "nan: a metric is NaN or infinite".into(),
             Outcome::Exception { kind, message, .. } => {
                 let first = message.lines().next().unwrap_or("");
@@ -88,10 +90,20 @@ impl Outcome {
             Outcome::Oom { limit_mb, peak_mb } => {
                 format!("oom: {peak_mb} MB resident, limit {limit_mb} MB")
             }
-            Outcome::OutputLimit { limit_mb } => format!("output_limit: printed more than {limit_mb} MB"),
-            Outcome::Crash { exit_code, signal, detail } => match (signal, exit_code) {
-                (Some(sig), _) => format!("crash: killed by signal {sig} {detail}").trim_end().to_string(),
-                (None, Some(code)) => format!("crash: exit code {code} without a result {detail}").trim_end().to_string(),
+            Outcome::OutputLimit { limit_mb } => {
+                format!("output_limit: printed more than {limit_mb} MB")
+            }
+            Outcome::Crash {
+                exit_code,
+                signal,
+                detail,
+            } => match (signal, exit_code) {
+                (Some(sig), _) => format!("crash: killed by signal {sig} {detail}")
+                    .trim_end()
+                    .to_string(),
+                (None, Some(code)) => format!("crash: exit code {code} without a result {detail}")
+                    .trim_end()
+                    .to_string(),
                 _ => format!("crash: {detail}"),
             },
             Outcome::Infra { message } => format!("infra: {message}"),
@@ -139,8 +151,19 @@ mod tests {
 
     #[test]
     fn only_deterministic_outcomes_are_cacheable() {
-        assert!(Outcome::Ok { search: 1.0, holdout: 1.0 }.is_cacheable());
+        assert!(
+            Outcome::Ok {
+                search: 1.0,
+                holdout: 1.0
+            }
+            .is_cacheable()
+        );
         assert!(!Outcome::Timeout { limit_s: 1.0 }.is_cacheable());
-        assert!(!Outcome::Infra { message: String::new() }.is_cacheable());
+        assert!(
+            !Outcome::Infra {
+                message: String::new()
+            }
+            .is_cacheable()
+        );
     }
 }

@@ -65,7 +65,7 @@ pub fn cache_dir() -> PathBuf {
         return PathBuf::from(dir);
     }
     dirs::cache_dir()
-        .unwrap_or_else(|| std::env::temp_dir())
+        .unwrap_or_else(std::env::temp_dir)
         .join("reprolab")
 }
 
@@ -173,7 +173,11 @@ fn external(python: &Path, cache: &Path) -> Result<PythonEnv, EnvError> {
 
 fn managed_dir(cache: &Path, base_version: &str) -> PathBuf {
     let short: String = base_version.split('.').take(2).collect::<Vec<_>>().join("");
-    let key = sha256_hex(&[LOCK.as_bytes(), base_version.as_bytes(), std::env::consts::ARCH.as_bytes()]);
+    let key = sha256_hex(&[
+        LOCK.as_bytes(),
+        base_version.as_bytes(),
+        std::env::consts::ARCH.as_bytes(),
+    ]);
     cache.join("envs").join(format!("py{short}-{}", &key[..16]))
 }
 
@@ -196,7 +200,11 @@ fn managed(cache: &Path, progress: Progress) -> Result<PythonEnv, EnvError> {
     }
     let site = site_packages(&python)?;
     install_package(&site)?;
-    let id = sha256_hex(&[lock_hash().as_bytes(), version.as_bytes(), package_hash().as_bytes()])[..16]
+    let id = sha256_hex(&[
+        lock_hash().as_bytes(),
+        version.as_bytes(),
+        package_hash().as_bytes(),
+    ])[..16]
         .to_string();
     Ok(PythonEnv {
         python,
@@ -224,8 +232,12 @@ fn create_env(cache: &Path, base: &Path, dir: &Path, progress: Progress) -> Resu
         Some(uv) => {
             progress(&format!("creating the environment with {}", uv.display()));
             let mut venv = Command::new(&uv);
-            venv.args(["venv", "--python"]).arg(base).arg(dir).env("UV_PYTHON_DOWNLOADS", "never");
-            run_logged(venv, progress).map_err(|log| fail("creating the virtual environment", log))?;
+            venv.args(["venv", "--python"])
+                .arg(base)
+                .arg(dir)
+                .env("UV_PYTHON_DOWNLOADS", "never");
+            run_logged(venv, progress)
+                .map_err(|log| fail("creating the virtual environment", log))?;
             progress("installing pinned requirements (torch, numpy, scikit-learn, scipy, pytest)");
             let mut install = Command::new(&uv);
             install
@@ -234,21 +246,29 @@ fn create_env(cache: &Path, base: &Path, dir: &Path, progress: Progress) -> Resu
                 .arg("-r")
                 .arg(&lock_file)
                 .env("UV_PYTHON_DOWNLOADS", "never");
-            run_logged(install, progress).map_err(|log| fail("installing requirements with uv", log))?;
+            run_logged(install, progress)
+                .map_err(|log| fail("installing requirements with uv", log))?;
         }
         None => {
             progress("uv unavailable; creating the environment with venv + pip (slower)");
             let mut venv = Command::new(base);
             venv.args(["-m", "venv"]).arg(dir);
-            run_logged(venv, progress).map_err(|log| fail("creating the virtual environment", log))?;
+            run_logged(venv, progress)
+                .map_err(|log| fail("creating the virtual environment", log))?;
             let mut install = Command::new(&python);
-            install.args(["-m", "pip", "install", "--progress-bar", "off", "-r"]).arg(&lock_file);
-            run_logged(install, progress).map_err(|log| fail("installing requirements with pip", log))?;
+            install
+                .args(["-m", "pip", "install", "--progress-bar", "off", "-r"])
+                .arg(&lock_file);
+            run_logged(install, progress)
+                .map_err(|log| fail("installing requirements with pip", log))?;
         }
     }
     progress("checking the environment imports torch, numpy, scikit-learn and scipy");
     let mut check = Command::new(&python);
-    check.args(["-c", "import torch, numpy, sklearn, scipy; print('torch', torch.__version__)"]);
+    check.args([
+        "-c",
+        "import torch, numpy, sklearn, scipy; print('torch', torch.__version__)",
+    ]);
     run_logged(check, progress).map_err(|log| fail("checking the installed packages", log))?;
     let marker = dir.join(".complete");
     std::fs::write(&marker, lock_hash()).map_err(io_err(&marker))?;
@@ -280,7 +300,10 @@ fn install_package(site: &Path) -> Result<(), EnvError> {
 
 fn site_packages(python: &Path) -> Result<PathBuf, EnvError> {
     let out = Command::new(python)
-        .args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ])
         .output()
         .map_err(io_err(python))?;
     if !out.status.success() {
@@ -310,9 +333,15 @@ pub fn python_version(python: &Path) -> Result<String, EnvError> {
         )));
     }
     let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let minor: u32 = v.split('.').nth(1).and_then(|m| m.parse().ok()).unwrap_or(0);
+    let minor: u32 = v
+        .split('.')
+        .nth(1)
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
     if !v.starts_with("3.") || minor < 10 {
-        return Err(bad(format!("found Python {v}, expected Python 3.10 or newer")));
+        return Err(bad(format!(
+            "found Python {v}, expected Python 3.10 or newer"
+        )));
     }
     Ok(v)
 }
@@ -345,12 +374,22 @@ fn find_uv(cache: &Path) -> Option<PathBuf> {
 /// Install uv from PyPI into a small venv of its own; `None` when that is impossible.
 fn bootstrap_uv(cache: &Path, base: &Path, progress: Progress) -> Option<PathBuf> {
     let dir = cache.join("tools").join("uv");
-    progress(&format!("installing uv {UV_VERSION} from PyPI into {}", dir.display()));
+    progress(&format!(
+        "installing uv {UV_VERSION} from PyPI into {}",
+        dir.display()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     let mut venv = Command::new(base);
     venv.args(["-m", "venv"]).arg(&dir);
     let mut pip = Command::new(dir.join("bin").join("python"));
-    pip.args(["-m", "pip", "install", "--progress-bar", "off", &format!("uv=={UV_VERSION}")]);
+    pip.args([
+        "-m",
+        "pip",
+        "install",
+        "--progress-bar",
+        "off",
+        &format!("uv=={UV_VERSION}"),
+    ]);
     let ok = run_logged(venv, progress).is_ok() && run_logged(pip, progress).is_ok();
     let uv = dir.join("bin").join("uv");
     (ok && uv.is_file()).then_some(uv)
@@ -366,10 +405,16 @@ fn run_logged(mut cmd: Command, progress: Progress) -> Result<(), String> {
         .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
     let stdout = child.stdout.take().unwrap();
     let out_thread = std::thread::spawn(move || {
-        BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<_>>()
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<_>>()
     });
     let mut tail: Vec<String> = Vec::new();
-    for line in BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok) {
+    for line in BufReader::new(child.stderr.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+    {
         progress(line.trim());
         tail.push(line);
         if tail.len() > 40 {
@@ -438,7 +483,9 @@ mod tests {
 
     #[test]
     fn not_a_python_is_a_clear_error() {
-        let err = python_version(Path::new("/bin/false")).unwrap_err().to_string();
+        let err = python_version(Path::new("/bin/false"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("/bin/false"), "{err}");
     }
 
@@ -446,6 +493,10 @@ mod tests {
     fn managed_dir_depends_on_python_version() {
         let c = Path::new("/c");
         assert_ne!(managed_dir(c, "3.11.7"), managed_dir(c, "3.12.1"));
-        assert!(managed_dir(c, "3.11.7").to_string_lossy().contains("py311-"));
+        assert!(
+            managed_dir(c, "3.11.7")
+                .to_string_lossy()
+                .contains("py311-")
+        );
     }
 }

@@ -44,7 +44,12 @@ pub struct Evaluator {
 impl Evaluator {
     /// `workers` parallel evaluations; `read_cache = false` retrains even what the store knows
     /// (results are still written).
-    pub fn new(env: PythonEnv, store: Store, workers: usize, read_cache: bool) -> std::io::Result<Evaluator> {
+    pub fn new(
+        env: PythonEnv,
+        store: Store,
+        workers: usize,
+        read_cache: bool,
+    ) -> std::io::Result<Evaluator> {
         let scratch = tempfile::Builder::new().prefix("reprolab-").tempdir()?;
         let workers = workers.max(1);
         Ok(Evaluator {
@@ -116,17 +121,26 @@ impl Evaluator {
             if self.read_cache {
                 let hit = self.store.lock().unwrap().get_evaluation(&key)?;
                 if let Some(record) = hit.filter(|r| r.outcome.is_cacheable()) {
-                    let e = Evaluation { record, cached: true };
+                    let e = Evaluation {
+                        record,
+                        cached: true,
+                    };
                     on_done(&e);
                     results[i] = Some(e);
                     continue;
                 }
             }
             let inner = self.inner.clone();
-            let (entry, dir, limits) = (subject.entry.clone(), subject.dir.clone(), subject.limits.clone());
+            let (entry, dir, limits) = (
+                subject.entry.clone(),
+                subject.dir.clone(),
+                subject.limits,
+            );
             let config_json = serde_json::Value::Object(config.0.clone());
             tasks.spawn(async move {
-                let finished = inner.evaluate(&entry, dir, config_json, seed, mode, limits).await;
+                let finished = inner
+                    .evaluate(&entry, dir, config_json, seed, mode, limits)
+                    .await;
                 (i, key, seed, finished)
             });
         }
@@ -146,11 +160,17 @@ impl Evaluator {
             };
             // Stored the moment it finishes: a kill after this line loses nothing.
             self.store.lock().unwrap().put_evaluation(&record)?;
-            let e = Evaluation { record, cached: false };
+            let e = Evaluation {
+                record,
+                cached: false,
+            };
             on_done(&e);
             results[i] = Some(e);
         }
-        Ok(results.into_iter().map(|r| r.expect("every seed evaluated")).collect())
+        Ok(results
+            .into_iter()
+            .map(|r| r.expect("every seed evaluated"))
+            .collect())
     }
 
     /// Stop the workers.
@@ -166,7 +186,9 @@ impl Evaluator {
 impl Inner {
     async fn pool(&self) -> &WorkerPool {
         self.pool
-            .get_or_init(|| async { WorkerPool::start(self.env.clone(), self.workers, self.scratch.join("pool")) })
+            .get_or_init(|| async {
+                WorkerPool::start(self.env.clone(), self.workers, self.scratch.join("pool"))
+            })
             .await
     }
 
@@ -192,16 +214,34 @@ impl Inner {
                 self.pool().await.eval(job).await
             }
             Entry::Command { template } => {
-                let _slot = self.script_slots.acquire().await.expect("semaphore never closed");
+                let _slot = self
+                    .script_slots
+                    .acquire()
+                    .await
+                    .expect("semaphore never closed");
                 let workdir = tempfile::Builder::new()
                     .prefix("s")
                     .tempdir_in(&self.scratch)
                     .or_else(|_| {
                         std::fs::create_dir_all(&self.scratch)?;
-                        tempfile::Builder::new().prefix("s").tempdir_in(&self.scratch)
+                        tempfile::Builder::new()
+                            .prefix("s")
+                            .tempdir_in(&self.scratch)
                     });
                 match workdir {
-                    Ok(w) => run_command(&self.env, &dir, template, &config, seed, mode, &limits, w.path()).await,
+                    Ok(w) => {
+                        run_command(
+                            &self.env,
+                            &dir,
+                            template,
+                            &config,
+                            seed,
+                            mode,
+                            &limits,
+                            w.path(),
+                        )
+                        .await
+                    }
                     Err(e) => crate::worker::infra(format!("cannot create a work directory: {e}")),
                 }
             }

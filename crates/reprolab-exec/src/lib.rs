@@ -36,5 +36,7 @@ impl Mode {
 
 /// Default parallelism: one evaluation per core.
 pub fn default_workers() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }

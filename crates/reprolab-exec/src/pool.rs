@@ -46,7 +46,8 @@ impl WorkerPool {
         let counter = Arc::new(AtomicU64::new(0));
         let tasks = (0..size)
             .map(|slot| {
-                let (env, rx, scratch, counter) = (env.clone(), rx.clone(), scratch.clone(), counter.clone());
+                let (env, rx, scratch, counter) =
+                    (env.clone(), rx.clone(), scratch.clone(), counter.clone());
                 tokio::spawn(async move { serve(slot, env, rx, scratch, counter).await })
             })
             .collect();
@@ -63,7 +64,8 @@ impl WorkerPool {
         if self.tx.send(Queued { job, reply }).is_err() {
             return infra("the worker pool has shut down".into());
         }
-        rx.await.unwrap_or_else(|_| infra("a worker task ended without an answer".into()))
+        rx.await
+            .unwrap_or_else(|_| infra("a worker task ended without an answer".into()))
     }
 
     /// Stop all workers cleanly.
@@ -91,7 +93,9 @@ async fn serve(
     };
     loop {
         let next = rx.lock().await.recv().await;
-        let Some(Queued { job, reply }) = next else { break };
+        let Some(Queued { job, reply }) = next else {
+            break;
+        };
         let n = counter.fetch_add(1, Ordering::Relaxed);
         let id = format!("e{n}");
         let workdir = scratch.join(&id);

@@ -50,7 +50,13 @@ pub fn interpret(
         Some(Violation::Output) => Outcome::OutputLimit {
             limit_mb: limits.output_mb,
         },
-        None => from_result_file(&workdir.join("result.json"), exit, limits, peak_rss_mb, &output_tail),
+        None => from_result_file(
+            &workdir.join("result.json"),
+            exit,
+            limits,
+            peak_rss_mb,
+            &output_tail,
+        ),
     };
     (outcome, epochs, output_tail)
 }
@@ -66,19 +72,36 @@ fn from_result_file(path: &Path, exit: Exit, limits: &Limits, peak: u64, tail: &
         if let Some(outcome) = exception_from_traceback(tail) {
             return outcome;
         }
-        let last = tail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-        return crash(if last.is_empty() { String::new() } else { format!("(last output: {last})") });
+        let last = tail
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
+        return crash(if last.is_empty() {
+            String::new()
+        } else {
+            format!("(last output: {last})")
+        });
     };
     let Ok(v) = serde_json::from_str::<Value>(&text) else {
         return crash(format!("(unreadable result file {})", path.display()));
     };
     let metric = |k: &str| v.get(k).and_then(Value::as_f64);
     // A plain script may write just `{"search": …, "holdout": …}`.
-    let status = v.get("status").and_then(Value::as_str).or(v.get("search").map(|_| "ok"));
+    let status = v
+        .get("status")
+        .and_then(Value::as_str)
+        .or(v.get("search").map(|_| "ok"));
     match status {
         Some("ok") => match (metric("search"), metric("holdout")) {
-            (Some(s), Some(h)) if s.is_finite() && h.is_finite() && !v["nonfinite"].as_bool().unwrap_or(false) => {
-                Outcome::Ok { search: s, holdout: h }
+            (Some(s), Some(h))
+                if s.is_finite() && h.is_finite() && !v["nonfinite"].as_bool().unwrap_or(false) =>
+            {
+                Outcome::Ok {
+                    search: s,
+                    holdout: h,
+                }
             }
             (s, h) => Outcome::Nan {
                 search: s.filter(|x| x.is_finite()),
@@ -102,12 +125,18 @@ fn from_result_file(path: &Path, exit: Exit, limits: &Limits, peak: u64, tail: &
 fn exception_from_traceback(output: &str) -> Option<Outcome> {
     let start = output.rfind("Traceback (most recent call last):")?;
     let traceback = output[start..].trim_end();
-    let last = traceback.lines().rev().find(|l| !l.starts_with(' ') && !l.trim().is_empty())?;
+    let last = traceback
+        .lines()
+        .rev()
+        .find(|l| !l.starts_with(' ') && !l.trim().is_empty())?;
     let (kind, message) = match last.split_once(": ") {
         Some((k, m)) => (k, m),
         None => (last.trim(), ""),
     };
-    let looks_like_type = !kind.is_empty() && kind.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.');
+    let looks_like_type = !kind.is_empty()
+        && kind
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '.');
     looks_like_type.then(|| Outcome::Exception {
         kind: kind.to_string(),
         message: message.to_string(),
@@ -118,7 +147,11 @@ fn exception_from_traceback(output: &str) -> Option<Outcome> {
 /// Per-epoch records; a torn last line (the process was killed mid-write) is dropped.
 pub fn read_epochs(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
-        .map(|s| s.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+        .map(|s| {
+            s.lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -157,33 +190,89 @@ mod tests {
     fn ok_nan_exception_and_missing_results() {
         let d = tempfile::tempdir().unwrap();
         let limits = Limits::default();
-        let exit = Exit { code: Some(0), signal: None };
-        write(d.path(), "result.json", r#"{"status":"ok","search":0.9,"holdout":0.8}"#);
+        let exit = Exit {
+            code: Some(0),
+            signal: None,
+        };
+        write(
+            d.path(),
+            "result.json",
+            r#"{"status":"ok","search":0.9,"holdout":0.8}"#,
+        );
         let (o, _, _) = interpret(d.path(), exit, None, 10, &limits);
-        assert_eq!(o, Outcome::Ok { search: 0.9, holdout: 0.8 });
+        assert_eq!(
+            o,
+            Outcome::Ok {
+                search: 0.9,
+                holdout: 0.8
+            }
+        );
 
-        write(d.path(), "result.json", r#"{"status":"ok","search":null,"holdout":0.8,"nonfinite":true}"#);
+        write(
+            d.path(),
+            "result.json",
+            r#"{"status":"ok","search":null,"holdout":0.8,"nonfinite":true}"#,
+        );
         let (o, _, _) = interpret(d.path(), exit, None, 10, &limits);
         assert_eq!(o.kind(), "nan");
 
-        write(d.path(), "result.json", r#"{"status":"exception","type":"ValueError","message":"m","traceback":"t"}"#);
+        write(
+            d.path(),
+            "result.json",
+            r#"{"status":"exception","type":"ValueError","message":"m","traceback":"t"}"#,
+        );
         let (o, _, _) = interpret(d.path(), exit, None, 10, &limits);
         assert_eq!(o.kind(), "exception");
 
         std::fs::remove_file(d.path().join("result.json")).unwrap();
         write(d.path(), "output.log", "Segmentation fault\n");
-        let (o, _, tail) = interpret(d.path(), Exit { code: None, signal: Some(11) }, None, 10, &limits);
-        assert!(matches!(o, Outcome::Crash { signal: Some(11), .. }), "{o:?}");
+        let (o, _, tail) = interpret(
+            d.path(),
+            Exit {
+                code: None,
+                signal: Some(11),
+            },
+            None,
+            10,
+            &limits,
+        );
+        assert!(
+            matches!(
+                o,
+                Outcome::Crash {
+                    signal: Some(11),
+                    ..
+                }
+            ),
+            "{o:?}"
+        );
         assert!(tail.contains("Segmentation"));
     }
 
     #[test]
     fn a_script_traceback_becomes_an_exception() {
         let d = tempfile::tempdir().unwrap();
-        write(d.path(), "output.log", "epoch 1\nTraceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n    f()\nValueError: bad: shape\n");
-        let (o, _, _) = interpret(d.path(), Exit { code: Some(1), signal: None }, None, 0, &Limits::default());
+        write(
+            d.path(),
+            "output.log",
+            "epoch 1\nTraceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n    f()\nValueError: bad: shape\n",
+        );
+        let (o, _, _) = interpret(
+            d.path(),
+            Exit {
+                code: Some(1),
+                signal: None,
+            },
+            None,
+            0,
+            &Limits::default(),
+        );
         match o {
-            Outcome::Exception { kind, message, traceback } => {
+            Outcome::Exception {
+                kind,
+                message,
+                traceback,
+            } => {
                 assert_eq!(kind, "ValueError");
                 assert_eq!(message, "bad: shape");
                 assert!(traceback.starts_with("Traceback"));
@@ -195,15 +284,29 @@ mod tests {
     #[test]
     fn a_broken_limit_wins() {
         let d = tempfile::tempdir().unwrap();
-        write(d.path(), "result.json", r#"{"status":"ok","search":0.9,"holdout":0.8}"#);
-        let (o, _, _) = interpret(d.path(), Exit::default(), Some(Violation::Timeout), 0, &Limits::default());
+        write(
+            d.path(),
+            "result.json",
+            r#"{"status":"ok","search":0.9,"holdout":0.8}"#,
+        );
+        let (o, _, _) = interpret(
+            d.path(),
+            Exit::default(),
+            Some(Violation::Timeout),
+            0,
+            &Limits::default(),
+        );
         assert_eq!(o.kind(), "timeout");
     }
 
     #[test]
     fn torn_epoch_lines_are_dropped_and_tail_is_bounded() {
         let d = tempfile::tempdir().unwrap();
-        write(d.path(), "epochs.jsonl", "{\"epoch\":0}\n{\"epoch\":1}\n{\"epo");
+        write(
+            d.path(),
+            "epochs.jsonl",
+            "{\"epoch\":0}\n{\"epoch\":1}\n{\"epo",
+        );
         assert_eq!(read_epochs(&d.path().join("epochs.jsonl")).len(), 2);
         let big: String = (0..10_000).map(|i| format!("line {i}\n")).collect();
         write(d.path(), "output.log", &big);

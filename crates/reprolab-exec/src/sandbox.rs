@@ -37,9 +37,19 @@ const FIXED: &[(&str, &str)] = &[
 /// Names that look like they hold a secret are never passed, even when asked for.
 pub fn is_credential(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION"]
-        .iter()
-        .any(|w| upper.contains(w))
+    [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+        "COOKIE",
+        "SESSION",
+    ]
+    .iter()
+    .any(|w| upper.contains(w))
         || upper.starts_with("AWS_")
 }
 
@@ -117,7 +127,11 @@ pub fn kill_group(pgid: i32, signal: i32) {
 pub fn process_rss_mb(pid: i32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/statm"))
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u64>().ok())
+        })
         .map_or(0, |pages| pages * 4096 / (1024 * 1024))
 }
 
@@ -140,12 +154,19 @@ pub fn group_rss_mb(pgid: i32) -> u64 {
         let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
             continue;
         };
-        let pgrp = rest.split_whitespace().nth(2).and_then(|s| s.parse::<i32>().ok());
+        let pgrp = rest
+            .split_whitespace()
+            .nth(2)
+            .and_then(|s| s.parse::<i32>().ok());
         if pgrp != Some(pgid) {
             continue;
         }
         if let Ok(statm) = std::fs::read_to_string(format!("/proc/{pid}/statm")) {
-            pages += statm.split_whitespace().nth(1).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+            pages += statm
+                .split_whitespace()
+                .nth(1)
+                .and_then(|s| s.parse::<u64>().ok())
+                .unwrap_or(0);
         }
     }
     pages * page / (1024 * 1024)
@@ -157,7 +178,13 @@ mod tests {
 
     #[test]
     fn credentials_are_recognised() {
-        for name in ["OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_REGION", "db_password", "MY_SECRET"] {
+        for name in [
+            "OPENAI_API_KEY",
+            "GITHUB_TOKEN",
+            "AWS_REGION",
+            "db_password",
+            "MY_SECRET",
+        ] {
             assert!(is_credential(name), "{name}");
         }
         for name in ["PATH", "HOME", "LANG", "OMP_NUM_THREADS"] {
@@ -170,7 +197,10 @@ mod tests {
         // SAFETY: test-only; no other test reads these variables.
         unsafe {
             std::env::set_var("REPROLAB_TEST_API_KEY", "sk-123");
-            std::env::set_var("REPROLAB_PASS_ENV", "REPROLAB_TEST_API_KEY,REPROLAB_TEST_PLAIN");
+            std::env::set_var(
+                "REPROLAB_PASS_ENV",
+                "REPROLAB_TEST_API_KEY,REPROLAB_TEST_PLAIN",
+            );
             std::env::set_var("REPROLAB_TEST_PLAIN", "yes");
         }
         let env = scrubbed_env();

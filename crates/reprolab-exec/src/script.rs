@@ -22,12 +22,31 @@ fn shell_quote(s: &str) -> String {
 }
 
 /// Fill the template's placeholders with shell-quoted values (braces as the manifest defines).
-pub fn render(template: &str, python: &Path, config: &Path, seed: u64, result: &Path, workdir: &Path) -> Result<String, String> {
+pub fn render(
+    template: &str,
+    python: &Path,
+    config: &Path,
+    seed: u64,
+    result: &Path,
+    workdir: &Path,
+) -> Result<String, String> {
     let q = |p: &Path| shell_quote(&p.to_string_lossy());
-    let (python, config, seed, result, workdir) = (q(python), q(config), seed.to_string(), q(result), q(workdir));
+    let (python, config, seed, result, workdir) = (
+        q(python),
+        q(config),
+        seed.to_string(),
+        q(result),
+        q(workdir),
+    );
     expand_command(
         template,
-        &[("python", &python), ("config", &config), ("seed", &seed), ("result", &result), ("workdir", &workdir)],
+        &[
+            ("python", &python),
+            ("config", &config),
+            ("seed", &seed),
+            ("result", &result),
+            ("workdir", &workdir),
+        ],
     )
 }
 
@@ -47,12 +66,20 @@ pub async fn run_command(
     if let Err(e) = std::fs::write(&config_path, config.to_string()) {
         return infra(format!("cannot write {}: {e}", config_path.display()));
     }
-    let line = match render(template, &env.python, &config_path, seed, &workdir.join("result.json"), workdir) {
+    let line = match render(
+        template,
+        &env.python,
+        &config_path,
+        seed,
+        &workdir.join("result.json"),
+        workdir,
+    ) {
         Ok(line) => line,
         Err(e) => return infra(format!("command template `{template}`: {e}")),
     };
     let output_path = workdir.join("output.log");
-    let (out, err) = match std::fs::File::create(&output_path).and_then(|f| Ok((f.try_clone()?, f))) {
+    let (out, err) = match std::fs::File::create(&output_path).and_then(|f| Ok((f.try_clone()?, f)))
+    {
         Ok(pair) => pair,
         Err(e) => return infra(format!("cannot create {}: {e}", output_path.display())),
     };
@@ -66,7 +93,13 @@ pub async fn run_command(
         cmd.env("PATH", format!("{}:{path}", bin.display()));
     }
     cmd.env("REPROLAB_WORKDIR", workdir)
-        .env("REPROLAB_MODE", serde_json::to_value(mode).unwrap().as_str().unwrap_or("eval"))
+        .env(
+            "REPROLAB_MODE",
+            serde_json::to_value(mode)
+                .unwrap()
+                .as_str()
+                .unwrap_or("eval"),
+        )
         .current_dir(subject_dir)
         .stdin(Stdio::null())
         .stdout(out)
@@ -78,7 +111,15 @@ pub async fn run_command(
         Err(e) => return infra(format!("cannot start `{line}`: {e}")),
     };
     let pgid = child.id().unwrap_or(0) as i32;
-    let sup = supervise(pgid, 0, limits, &output_path, child.wait(), Duration::from_secs(10)).await;
+    let sup = supervise(
+        pgid,
+        0,
+        limits,
+        &output_path,
+        child.wait(),
+        Duration::from_secs(10),
+    )
+    .await;
     let exit = match sup.done {
         Some(Ok(status)) => Exit {
             code: status.code(),
@@ -88,7 +129,8 @@ pub async fn run_command(
     };
     // Whatever the script left running in its group goes too.
     sandbox::kill_group(pgid, libc::SIGKILL);
-    let (outcome, epochs, output_tail) = interpret(workdir, exit, sup.violation, sup.peak_rss_mb, limits);
+    let (outcome, epochs, output_tail) =
+        interpret(workdir, exit, sup.violation, sup.peak_rss_mb, limits);
     Finished {
         outcome,
         epochs,
@@ -112,6 +154,9 @@ mod tests {
             Path::new("/w"),
         )
         .unwrap();
-        assert_eq!(s, r"'/e/bin/python' t.py --config '/w/it'\''s.json' --seed 7 --out '/w/r.json'");
+        assert_eq!(
+            s,
+            r"'/e/bin/python' t.py --config '/w/it'\''s.json' --seed 7 --out '/w/r.json'"
+        );
     }
 }

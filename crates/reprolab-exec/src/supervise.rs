@@ -69,7 +69,11 @@ pub async fn supervise<T>(
             }
         }
     };
-    tracing::debug!(pgid, ?violation, "limit exceeded; terminating the process group");
+    tracing::debug!(
+        pgid,
+        ?violation,
+        "limit exceeded; terminating the process group"
+    );
     kill_group(pgid, libc::SIGTERM);
     let done_value = match tokio::time::timeout(GRACE, &mut done).await {
         Ok(v) => Some(v),

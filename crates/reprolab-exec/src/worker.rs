@@ -51,7 +51,11 @@ pub struct Worker {
 impl Worker {
     /// Start a worker and wait until it has imported torch.
     pub async fn spawn(env: &PythonEnv) -> Result<Worker, String> {
-        let argv: Vec<OsString> = vec![env.python.clone().into(), "-m".into(), "reprolab.worker".into()];
+        let argv: Vec<OsString> = vec![
+            env.python.clone().into(),
+            "-m".into(),
+            "reprolab.worker".into(),
+        ];
         let (program, args) = sandbox::wrap(&argv);
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(args);
@@ -61,7 +65,9 @@ impl Worker {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = cmd.spawn().map_err(|e| format!("cannot start the Python worker: {e}"))?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start the Python worker: {e}"))?;
         let stdin = child.stdin.take().unwrap();
         let events = BufReader::new(child.stdout.take().unwrap()).lines();
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
@@ -95,19 +101,29 @@ impl Worker {
                 "the Python worker did not start (got {other:?}); its last output:\n{}",
                 w.stderr_text()
             )),
-            Err(_) => Err(format!("the Python worker did not get ready within {STARTUP:?}")),
+            Err(_) => Err(format!(
+                "the Python worker did not get ready within {STARTUP:?}"
+            )),
         }
     }
 
     fn stderr_text(&self) -> String {
-        self.stderr_tail.lock().unwrap().iter().cloned().collect::<Vec<_>>().join("\n")
+        self.stderr_tail
+            .lock()
+            .unwrap()
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     async fn next_event(&mut self) -> Option<Value> {
         loop {
             let line = self.events.next_line().await.ok()??;
             match serde_json::from_str::<Value>(&line) {
-                Ok(v) if v["ev"] == "error" => tracing::warn!("worker protocol error: {}", v["message"]),
+                Ok(v) if v["ev"] == "error" => {
+                    tracing::warn!("worker protocol error: {}", v["message"])
+                }
                 Ok(v) => return Some(v),
                 Err(_) => tracing::warn!("worker sent a line that is not JSON: {line}"),
             }
@@ -137,14 +153,23 @@ impl Worker {
             "memory_mb": req.limits.memory_mb,
         });
         let line = format!("{msg}\n");
-        if self.stdin.write_all(line.as_bytes()).await.is_err() || self.stdin.flush().await.is_err() {
-            return Err(format!("the worker is gone; its last output:\n{}", self.stderr_text()));
+        if self.stdin.write_all(line.as_bytes()).await.is_err() || self.stdin.flush().await.is_err()
+        {
+            return Err(format!(
+                "the worker is gone; its last output:\n{}",
+                self.stderr_text()
+            ));
         }
         let started = loop {
             match tokio::time::timeout(FORK, self.next_event()).await {
                 Ok(Some(ev)) if ev["ev"] == "started" && ev["id"] == req.id => break ev,
                 Ok(Some(_)) => continue,
-                Ok(None) => return Err(format!("the worker died; its last output:\n{}", self.stderr_text())),
+                Ok(None) => {
+                    return Err(format!(
+                        "the worker died; its last output:\n{}",
+                        self.stderr_text()
+                    ));
+                }
                 Err(_) => return Err("the worker did not start the evaluation within 60 s".into()),
             }
         };
@@ -152,22 +177,47 @@ impl Worker {
         let output = workdir.join("output.log");
         let id = req.id.to_string();
         // The child starts as a copy of the worker: its pages are not the evaluation's doing.
-        let baseline = self.child.id().map_or(0, |p| sandbox::process_rss_mb(p as i32));
-        let sup = supervise(pid, baseline, req.limits, &output, self.wait_done(&id), STUCK).await;
+        let baseline = self
+            .child
+            .id()
+            .map_or(0, |p| sandbox::process_rss_mb(p as i32));
+        let sup = supervise(
+            pid,
+            baseline,
+            req.limits,
+            &output,
+            self.wait_done(&id),
+            STUCK,
+        )
+        .await;
         let exit = match sup.done {
             Some(Some(exit)) => exit,
             Some(None) if sup.violation.is_none() => {
-                return Err(format!("the worker died during the evaluation; its last output:\n{}", self.stderr_text()));
+                return Err(format!(
+                    "the worker died during the evaluation; its last output:\n{}",
+                    self.stderr_text()
+                ));
             }
             // Killed for a limit, but the worker vanished or stuck: keep the verdict, replace it.
             _ => {
-                let (outcome, epochs, output_tail) =
-                    interpret(workdir, Exit::default(), sup.violation, sup.peak_rss_mb, req.limits);
+                let (outcome, epochs, output_tail) = interpret(
+                    workdir,
+                    Exit::default(),
+                    sup.violation,
+                    sup.peak_rss_mb,
+                    req.limits,
+                );
                 self.kill().await;
-                return Ok(Finished { outcome, epochs, output_tail, duration_s: sup.elapsed.as_secs_f64() });
+                return Ok(Finished {
+                    outcome,
+                    epochs,
+                    output_tail,
+                    duration_s: sup.elapsed.as_secs_f64(),
+                });
             }
         };
-        let (outcome, epochs, output_tail) = interpret(workdir, exit, sup.violation, sup.peak_rss_mb, req.limits);
+        let (outcome, epochs, output_tail) =
+            interpret(workdir, exit, sup.violation, sup.peak_rss_mb, req.limits);
         Ok(Finished {
             outcome,
             epochs,
@@ -192,7 +242,10 @@ impl Worker {
     pub async fn shutdown(mut self) {
         let _ = self.stdin.write_all(b"{\"op\":\"shutdown\"}\n").await;
         let _ = self.stdin.flush().await;
-        if tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(5), self.child.wait())
+            .await
+            .is_err()
+        {
             self.kill().await;
         }
     }

@@ -34,7 +34,10 @@ pub const EXACT_MAX_N: usize = 50;
 /// accuracies are fractions k/n, and 0.94 − 0.93 must tie with 0.93 − 0.92 as it does on paper.
 /// Test these against zeros with [`wilcoxon_signed_rank`].
 pub fn rounded_differences(x: &[f64], y: &[f64]) -> Vec<f64> {
-    x.iter().zip(y).map(|(a, b)| round_difference(a - b)).collect()
+    x.iter()
+        .zip(y)
+        .map(|(a, b)| round_difference(a - b))
+        .collect()
 }
 
 fn round_difference(d: f64) -> f64 {
@@ -137,7 +140,11 @@ mod rounding_tests {
     fn float_noise_does_not_break_ties() {
         let x = [0.94, 0.93, 0.95, 0.90];
         let y = [0.93, 0.92, 0.94, 0.91];
-        let d: Vec<f64> = x.iter().zip(&y).map(|(a, b)| super::round_difference(a - b)).collect();
+        let d: Vec<f64> = x
+            .iter()
+            .zip(&y)
+            .map(|(a, b)| super::round_difference(a - b))
+            .collect();
         assert_eq!(d[0], d[1]);
         assert_eq!(d[0], d[2]);
         assert_eq!(d[3], -d[0]);

@@ -49,7 +49,9 @@ pub struct Global {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Train a subject N times (distinct seeds) and summarise its metric.
-    #[command(after_help = "Examples:\n  reprolab eval subjects/digits-mlp --runs 10\n  reprolab eval subjects/digits-mlp --config faulty.json --runs 20 --json")]
+    #[command(
+        after_help = "Examples:\n  reprolab eval subjects/digits-mlp --runs 10\n  reprolab eval subjects/digits-mlp --config faulty.json --runs 20 --json"
+    )]
     Eval(EvalArgs),
     /// Say whether config B is significantly better, worse or equivalent to config A.
     #[command(
@@ -69,11 +71,16 @@ fault localisation uses. Saves them as JSON.",
     )]
     Trace(TraceArgs),
     /// Show the managed Python environment, provisioning it if needed.
-    #[command(after_help = "Examples:\n  reprolab env\n  reprolab env --python-path   # print the interpreter path only")]
+    #[command(
+        after_help = "Examples:\n  reprolab env\n  reprolab env --python-path   # print the interpreter path only"
+    )]
     Env(EnvArgs),
     /// Benchmark: trainings per minute through the warm worker pool vs one fresh Python process
     /// per training.
-    #[command(name = "bench-exec", after_help = "Example:\n  reprolab bench-exec --runs 12")]
+    #[command(
+        name = "bench-exec",
+        after_help = "Example:\n  reprolab bench-exec --runs 12"
+    )]
     BenchExec(BenchExecArgs),
 }
 

@@ -24,7 +24,8 @@ pub async fn python_env(g: &Global) -> Result<PythonEnv> {
     let json = g.json;
     tokio::task::spawn_blocking(move || {
         let sp = progress::spinner("python env", json);
-        let result = reprolab_exec::env::ensure(&opts, &|line: &str| sp.set_message(line.to_string()));
+        let result =
+            reprolab_exec::env::ensure(&opts, &|line: &str| sp.set_message(line.to_string()));
         sp.finish_and_clear();
         result
     })
@@ -33,7 +34,9 @@ pub async fn python_env(g: &Global) -> Result<PythonEnv> {
 }
 
 pub fn store_path(g: &Global) -> PathBuf {
-    g.store.clone().unwrap_or_else(|| PathBuf::from(".reprolab").join("store.db"))
+    g.store
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(".reprolab").join("store.db"))
 }
 
 pub fn open_store(g: &Global) -> Result<Store> {
@@ -44,7 +47,7 @@ pub async fn evaluator(g: &Global) -> Result<Evaluator> {
     let env = python_env(g).await?;
     let store = open_store(g)?;
     let workers = g.workers.unwrap_or_else(reprolab_exec::default_workers);
-    Ok(Evaluator::new(env, store, workers, !g.no_cache).context("creating a scratch directory")?)
+    Evaluator::new(env, store, workers, !g.no_cache).context("creating a scratch directory")
 }
 
 pub fn load_subject(path: &Path) -> Result<Subject> {

@@ -5,7 +5,11 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 fn target(json: bool) -> ProgressDrawTarget {
-    if json { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() }
+    if json {
+        ProgressDrawTarget::hidden()
+    } else {
+        ProgressDrawTarget::stderr()
+    }
 }
 
 /// A bar over `len` trainings.
@@ -24,7 +28,10 @@ pub fn bar(len: u64, what: &str, json: bool) -> ProgressBar {
 /// A spinner with a changing message (e.g. provisioning steps).
 pub fn spinner(what: &str, json: bool) -> ProgressBar {
     let pb = ProgressBar::with_draw_target(None, target(json));
-    pb.set_style(ProgressStyle::with_template("{spinner} {prefix} {wide_msg} ({elapsed})").expect("valid template"));
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} {prefix} {wide_msg} ({elapsed})")
+            .expect("valid template"),
+    );
     pb.set_prefix(what.to_string());
     pb.enable_steady_tick(Duration::from_millis(120));
     pb

@@ -11,28 +11,50 @@ use serde_json::json;
 #[test]
 fn eval_reports_both_splits_and_every_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = run(reprolab(tmp.path()).args(["eval", "--json", "--runs", "3"]).arg(subject("digits-mlp")));
+    let out = run(reprolab(tmp.path())
+        .args(["eval", "--json", "--runs", "3"])
+        .arg(subject("digits-mlp")));
     assert!(out.status.success());
     let v = json(&out);
     assert_eq!(v["runs"].as_array().unwrap().len(), 3);
-    let seeds: Vec<u64> = v["runs"].as_array().unwrap().iter().map(|r| r["seed"].as_u64().unwrap()).collect();
+    let seeds: Vec<u64> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["seed"].as_u64().unwrap())
+        .collect();
     assert_eq!(seeds, vec![0, 1, 2]);
     for split in ["search", "holdout"] {
         let s = &v["summary"][split];
         assert_eq!(s["n"], 3);
-        assert!(s["mean"].as_f64().unwrap() > 0.8, "digits-mlp should learn: {s}");
+        assert!(
+            s["mean"].as_f64().unwrap() > 0.8,
+            "digits-mlp should learn: {s}"
+        );
         assert!(s["ci95"][0].as_f64().unwrap() <= s["mean"].as_f64().unwrap());
     }
     // Distinct seeds give distinct trainings.
-    let holdouts: Vec<f64> = v["runs"].as_array().unwrap().iter().map(|r| r["outcome"]["holdout"].as_f64().unwrap()).collect();
-    assert!(holdouts.iter().any(|h| *h != holdouts[0]) || v["runs"][0]["outcome"]["search"] != v["runs"][1]["outcome"]["search"]);
+    let holdouts: Vec<f64> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"]["holdout"].as_f64().unwrap())
+        .collect();
+    assert!(
+        holdouts.iter().any(|h| *h != holdouts[0])
+            || v["runs"][0]["outcome"]["search"] != v["runs"][1]["outcome"]["search"]
+    );
 
     // The same command again is answered from the store.
-    let again = json(&run(reprolab(tmp.path()).args(["eval", "--json", "--runs", "3"]).arg(subject("digits-mlp"))));
+    let again = json(&run(reprolab(tmp.path())
+        .args(["eval", "--json", "--runs", "3"])
+        .arg(subject("digits-mlp"))));
     assert_eq!(again["cached"], 3);
     assert_eq!(again["summary"], v["summary"]);
     // --no-cache retrains.
-    let fresh = json(&run(reprolab(tmp.path()).args(["eval", "--json", "--runs", "1", "--no-cache"]).arg(subject("digits-mlp"))));
+    let fresh = json(&run(reprolab(tmp.path())
+        .args(["eval", "--json", "--runs", "1", "--no-cache"])
+        .arg(subject("digits-mlp"))));
     assert_eq!(fresh["cached"], 0);
 }
 
@@ -65,8 +87,14 @@ fn a_killed_eval_resumes_without_retraining() {
     assert!(kept >= finished_before_kill);
     drop(store);
 
-    let v = json(&run(reprolab(tmp.path()).args(["eval", "--json", "--runs", "8"]).arg(subject("digits-mlp"))));
-    assert_eq!(v["cached"].as_u64().unwrap(), kept, "every evaluation finished before the kill is reused");
+    let v = json(&run(reprolab(tmp.path())
+        .args(["eval", "--json", "--runs", "8"])
+        .arg(subject("digits-mlp"))));
+    assert_eq!(
+        v["cached"].as_u64().unwrap(),
+        kept,
+        "every evaluation finished before the kill is reused"
+    );
     assert_eq!(v["failed"], 0);
     assert_eq!(v["summary"]["holdout"]["n"], 8);
 }
@@ -76,11 +104,19 @@ fn compare_finds_a_broken_learning_rate_worse_and_a_config_equivalent_to_itself(
     let tmp = tempfile::tempdir().unwrap();
     let subject_dir = subject("digits-mlp");
     let mut config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(subject_dir.join("config.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(subject_dir.join("config.json")).unwrap())
+            .unwrap();
     config["lr"] = json!(5.0);
     let faulty = config_file(tmp.path(), "faulty.json", config);
-    let out = run(reprolab(tmp.path()).args(["compare", "--json", "--runs", "6", "--b"]).arg(&faulty).arg(&subject_dir));
-    assert_eq!(out.status.code(), Some(1), "a worse B is a negative verdict");
+    let out = run(reprolab(tmp.path())
+        .args(["compare", "--json", "--runs", "6", "--b"])
+        .arg(&faulty)
+        .arg(&subject_dir));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a worse B is a negative verdict"
+    );
     let v = json(&out);
     assert_eq!(v["comparison"]["verdict"], "worse", "{v}");
     assert!(v["comparison"]["cohens_d"].as_f64().unwrap() < -0.5);
@@ -92,18 +128,25 @@ fn compare_finds_a_broken_learning_rate_worse_and_a_config_equivalent_to_itself(
         .arg(&subject_dir));
     let v = json(&same);
     assert_eq!(v["comparison"]["verdict"], "equivalent");
-    assert_eq!(v["a"]["runs"][0]["cached"], true, "the A runs of the first comparison were reused");
+    assert_eq!(
+        v["a"]["runs"][0]["cached"], true,
+        "the A runs of the first comparison were reused"
+    );
 }
 
 #[test]
 fn trace_records_per_epoch_and_per_layer_signals() {
     let tmp = tempfile::tempdir().unwrap();
     let out_file = tmp.path().join("trace.json");
-    let out = run(reprolab(tmp.path()).args(["trace", "--out"]).arg(&out_file).arg(subject("digits-mlp")));
+    let out = run(reprolab(tmp.path())
+        .args(["trace", "--out"])
+        .arg(&out_file)
+        .arg(subject("digits-mlp")));
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("grad_norm"), "{text}");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
     let epochs = v["epochs"].as_array().unwrap();
     assert!(epochs.len() >= 2);
     let layers = epochs[0]["layers"].as_array().unwrap();
@@ -121,15 +164,25 @@ fn trace_flags_nan_from_a_huge_learning_rate() {
     let tmp = tempfile::tempdir().unwrap();
     let subject_dir = subject("digits-mlp");
     let mut config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(subject_dir.join("config.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(subject_dir.join("config.json")).unwrap())
+            .unwrap();
     config["lr"] = json!(10.0);
     config["optimizer"] = json!("sgd");
     config["loss"] = json!("mean_squared_error");
     config["act0"] = json!("exponential");
+    config["act1"] = json!("exponential");
+    config["act2"] = json!("linear");
     let cfg = config_file(tmp.path(), "c.json", config);
-    let out = run(reprolab(tmp.path()).args(["trace", "--json", "--config"]).arg(&cfg).arg(&subject_dir));
+    let out = run(reprolab(tmp.path())
+        .args(["trace", "--json", "--config"])
+        .arg(&cfg)
+        .arg(&subject_dir));
     let v = json(&out);
-    let any_nan = v["epochs"].as_array().unwrap().iter().any(|e| e["nan"] == true);
+    let any_nan = v["epochs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["nan"] == true);
     let diverged = v["outcome"]["status"] != "ok";
     assert!(any_nan || diverged, "an exploding training is flagged: {v}");
 }
@@ -157,16 +210,26 @@ fn manifest_errors_name_file_key_found_and_expected() {
     let out = run(reprolab(tmp.path()).arg("eval").arg(&dir));
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("config.json") && err.contains("behavior") && err.contains("explode"), "{err}");
+    assert!(
+        err.contains("config.json") && err.contains("behavior") && err.contains("explode"),
+        "{err}"
+    );
 
-    let toml = std::fs::read_to_string(dir.join("reprolab.toml")).unwrap().replace("task = \"classification\"", "task = \"clasification\"");
+    let toml = std::fs::read_to_string(dir.join("reprolab.toml"))
+        .unwrap()
+        .replace("task = \"classification\"", "task = \"clasification\"");
     std::fs::write(dir.join("reprolab.toml"), toml).unwrap();
     let out = run(reprolab(tmp.path()).arg("eval").arg(&dir));
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("reprolab.toml") && err.contains("task") && err.contains("clasification"), "{err}");
+    assert!(
+        err.contains("reprolab.toml") && err.contains("task") && err.contains("clasification"),
+        "{err}"
+    );
 
-    let out = run(reprolab(tmp.path()).arg("eval").arg(tmp.path().join("missing")));
+    let out = run(reprolab(tmp.path())
+        .arg("eval")
+        .arg(tmp.path().join("missing")));
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -178,15 +241,25 @@ fn usage_errors_exit_2_and_help_teaches() {
     for verb in ["eval", "compare", "trace", "env", "bench-exec"] {
         let out = run(reprolab(tmp.path()).args([verb, "--help"]));
         assert!(out.status.success());
-        assert!(String::from_utf8_lossy(&out.stdout).contains("Example"), "{verb} --help has an example");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Example"),
+            "{verb} --help has an example"
+        );
     }
 }
 
 #[test]
 fn every_bundled_subject_trains() {
     let tmp = tempfile::tempdir().unwrap();
-    for name in ["digits-mlp", "digits-cnn", "cancer-binary", "diabetes-regression"] {
-        let out = run(reprolab(tmp.path()).args(["eval", "--json", "--runs", "2"]).arg(subject(name)));
+    for name in [
+        "digits-mlp",
+        "digits-cnn",
+        "cancer-binary",
+        "diabetes-regression",
+    ] {
+        let out = run(reprolab(tmp.path())
+            .args(["eval", "--json", "--runs", "2"])
+            .arg(subject(name)));
         assert!(out.status.success(), "{name}");
         let v = json(&out);
         assert_eq!(v["failed"], 0, "{name}");
@@ -199,7 +272,14 @@ fn python_package_tests_pass_in_the_managed_environment() {
     let out = run(reprolab(tmp.path()).args(["env", "--python-path"]));
     let python = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let status = std::process::Command::new(python)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "python/tests"])
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "python/tests",
+        ])
         .current_dir(repo())
         .env("PYTHONPATH", repo().join("python"))
         .status()

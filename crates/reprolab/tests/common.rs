@@ -7,11 +7,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 pub fn subject(name: &str) -> PathBuf {
@@ -21,7 +26,9 @@ pub fn subject(name: &str) -> PathBuf {
 /// A reprolab command with a private store in `dir`.
 pub fn reprolab(dir: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_reprolab"));
-    cmd.current_dir(dir).arg("--store").arg(dir.join("store.db"));
+    cmd.current_dir(dir)
+        .arg("--store")
+        .arg(dir.join("store.db"));
     cmd
 }
 

@@ -16,7 +16,11 @@ fn outcome_of(subject: &str, behavior: &str) -> serde_json::Value {
         .arg(fixture(subject)));
     let v = json(&out);
     let ok = v["runs"][0]["outcome"]["status"] == "ok";
-    assert_eq!(out.status.code(), Some(if ok { 0 } else { 1 }), "exit code follows the outcome");
+    assert_eq!(
+        out.status.code(),
+        Some(if ok { 0 } else { 1 }),
+        "exit code follows the outcome"
+    );
     v["runs"][0]["outcome"].clone()
 }
 
@@ -38,7 +42,13 @@ fn warm_worker_records_every_outcome_kind() {
         assert_eq!(o["status"], kind, "behavior {behavior}: {o}");
         if behavior == "wrong_type" {
             assert_eq!(o["type"], "ReprolabContractError");
-            assert!(o["message"].as_str().unwrap().contains("must return a dict"), "{o}");
+            assert!(
+                o["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("must return a dict"),
+                "{o}"
+            );
         }
     }
 }
@@ -48,12 +58,24 @@ fn exception_carries_type_message_and_traceback() {
     let o = outcome_of("outcomes", "raise");
     assert_eq!(o["type"], "ValueError");
     assert_eq!(o["message"], "the subject failed on purpose");
-    assert!(o["traceback"].as_str().unwrap().contains("raise ValueError"));
+    assert!(
+        o["traceback"]
+            .as_str()
+            .unwrap()
+            .contains("raise ValueError")
+    );
 }
 
 #[test]
 fn plain_scripts_get_the_same_outcomes() {
-    for (behavior, kind) in [("ok", "ok"), ("raise", "exception"), ("sleep", "timeout"), ("allocate", "oom"), ("print", "output_limit"), ("exit", "crash")] {
+    for (behavior, kind) in [
+        ("ok", "ok"),
+        ("raise", "exception"),
+        ("sleep", "timeout"),
+        ("allocate", "oom"),
+        ("print", "output_limit"),
+        ("exit", "crash"),
+    ] {
         let o = outcome_of("outcomes-script", behavior);
         assert_eq!(o["status"], kind, "behavior {behavior}: {o}");
     }

@@ -33,7 +33,10 @@ pub struct Comparison {
 pub fn compare(a: &[Evaluation], b: &[Evaluation], split: Split, goal: Goal) -> Comparison {
     let (mut xa, mut xb) = (Vec::new(), Vec::new());
     for (ea, eb) in a.iter().zip(b) {
-        if let (Some(va), Some(vb)) = (ea.record.outcome.metric(split), eb.record.outcome.metric(split)) {
+        if let (Some(va), Some(vb)) = (
+            ea.record.outcome.metric(split),
+            eb.record.outcome.metric(split),
+        ) {
             xa.push(va);
             xb.push(vb);
         }
@@ -55,7 +58,11 @@ pub fn compare(a: &[Evaluation], b: &[Evaluation], split: Split, goal: Goal) -> 
         mann_whitney: stats::mann_whitney_u(&all_b, &all_a),
         a12: stats::a12(&all_b, &all_a),
         cohens_d: d,
-        verdict: if xa.len() < 2 { Verdict::Equivalent } else { stats::verdict(p, d, goal) },
+        verdict: if xa.len() < 2 {
+            Verdict::Equivalent
+        } else {
+            stats::verdict(p, d, goal)
+        },
         wilcoxon,
     }
 }
@@ -81,7 +88,11 @@ pub async fn run(g: &Global, args: &CompareArgs) -> Result<ExitCode> {
     let (ra, rb) = (ra?, rb?);
     ev.shutdown().await;
     let cmp = compare(&ra, &rb, split, subject.metric.goal);
-    let failed = ra.iter().chain(&rb).filter(|e| !e.record.outcome.is_ok()).count();
+    let failed = ra
+        .iter()
+        .chain(&rb)
+        .filter(|e| !e.record.outcome.is_ok())
+        .count();
 
     if g.json {
         let out = json!({
@@ -93,25 +104,65 @@ pub async fn run(g: &Global, args: &CompareArgs) -> Result<ExitCode> {
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        println!("{}: {} ({}) on the {} split, {} runs each\n", subject.name, subject.metric.name, subject.metric.goal_name(), split, args.runs);
+        println!(
+            "{}: {} ({}) on the {} split, {} runs each\n",
+            subject.name,
+            subject.metric.name,
+            subject.metric.goal_name(),
+            split,
+            args.runs
+        );
         println!("A = {}\nB = {}", path_a.display(), path_b.display());
         for (k, x, y) in config_a.diff(&config_b) {
-            println!("  {k}: {} -> {}", x.map_or("-".into(), |v| v.to_string()), y.map_or("-".into(), |v| v.to_string()));
+            println!(
+                "  {k}: {} -> {}",
+                x.map_or("-".into(), |v| v.to_string()),
+                y.map_or("-".into(), |v| v.to_string())
+            );
         }
         println!();
-        let mut rows = vec![["", "n", "mean", "std", "95% CI", "failed"].map(String::from).to_vec()];
+        let mut rows = vec![
+            ["", "n", "mean", "std", "95% CI", "failed"]
+                .map(String::from)
+                .to_vec(),
+        ];
         for (name, r) in [("A", &ra), ("B", &rb)] {
-            let fails = r.iter().filter(|e| !e.record.outcome.is_ok()).count().to_string();
+            let fails = r
+                .iter()
+                .filter(|e| !e.record.outcome.is_ok())
+                .count()
+                .to_string();
             match summary(r, split) {
-                Some(s) => rows.push(vec![name.into(), s.n.to_string(), num(Some(s.mean)), num(Some(s.std)), ci(&s), fails]),
-                None => rows.push(vec![name.into(), "0".into(), "-".into(), "-".into(), "-".into(), fails]),
+                Some(s) => rows.push(vec![
+                    name.into(),
+                    s.n.to_string(),
+                    num(Some(s.mean)),
+                    num(Some(s.std)),
+                    ci(&s),
+                    fails,
+                ]),
+                None => rows.push(vec![
+                    name.into(),
+                    "0".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    fails,
+                ]),
             }
         }
         print!("{}", render(&rows));
-        let p = |t: &Option<stats::TestResult>| t.as_ref().map_or("-".into(), |t| format!("{:.4} ({})", t.p_value, t.method));
+        let p = |t: &Option<stats::TestResult>| {
+            t.as_ref()
+                .map_or("-".into(), |t| format!("{:.4} ({})", t.p_value, t.method))
+        };
         println!(
             "\nWilcoxon signed-rank p = {} over {} pairs\nMann-Whitney U p = {}\nCohen's d (B vs A) = {:.3}\nA12 (B over A) = {:.3}",
-            p(&cmp.wilcoxon), cmp.pairs, p(&cmp.mann_whitney), cmp.cohens_d, cmp.a12
+            p(&cmp.wilcoxon),
+            cmp.pairs,
+            p(&cmp.mann_whitney),
+            cmp.cohens_d,
+            cmp.a12
         );
         let says = match cmp.verdict {
             Verdict::Better => "B is significantly BETTER than A (p < 0.05, |d| >= 0.5)",
@@ -120,5 +171,9 @@ pub async fn run(g: &Global, args: &CompareArgs) -> Result<ExitCode> {
         };
         println!("\nverdict: {says}");
     }
-    Ok(if matches!(cmp.verdict, Verdict::Better) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if matches!(cmp.verdict, Verdict::Better) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

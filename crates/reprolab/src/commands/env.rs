@@ -26,18 +26,43 @@ pub async fn run(g: &Global, a: &EnvArgs) -> Result<ExitCode> {
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        println!("python        {} (Python {})", env.python.display(), env.python_version);
+        println!(
+            "python        {} (Python {})",
+            env.python.display(),
+            env.python_version
+        );
         match &env.root {
-            Some(root) => println!("environment   managed, {} (lock {})", root.display(), status.lock_hash),
-            None => println!("environment   external interpreter (--python); package on PYTHONPATH"),
+            Some(root) => println!(
+                "environment   managed, {} (lock {})",
+                root.display(),
+                status.lock_hash
+            ),
+            None => {
+                println!("environment   external interpreter (--python); package on PYTHONPATH")
+            }
         }
-        println!("package       reprolab python package {}", status.package_hash);
-        println!("uv            {}", status.uv.as_deref().unwrap_or("not found (venv + pip fallback)"));
+        println!(
+            "package       reprolab python package {}",
+            status.package_hash
+        );
+        println!(
+            "uv            {}",
+            status
+                .uv
+                .as_deref()
+                .unwrap_or("not found (venv + pip fallback)")
+        );
         println!(
             "isolation     {}",
-            if isolation { "active: subject code runs in a network namespace with no network" } else { "inactive: `unshare -rn` is not permitted here; subject code can reach the network" }
+            if isolation {
+                "active: subject code runs in a network namespace with no network"
+            } else {
+                "inactive: `unshare -rn` is not permitted here; subject code can reach the network"
+            }
         );
-        println!("credentials   scrubbed: subject code sees no *_KEY, *_TOKEN, *SECRET*, AWS_* variables");
+        println!(
+            "credentials   scrubbed: subject code sees no *_KEY, *_TOKEN, *SECRET*, AWS_* variables"
+        );
         println!("workers       {workers} (one intra-op thread each)");
         println!("store         {}", context::store_path(g).display());
         println!("env id        {}", env.id);

@@ -22,14 +22,26 @@ pub async fn run(g: &Global, a: &EvalArgs) -> Result<ExitCode> {
     let ev = context::evaluator(g).await?;
     let seeds: Vec<u64> = (a.seed..a.seed + a.runs as u64).collect();
     let start = Instant::now();
-    let evals = run_seeds(&ev, &subject, &config, &seeds, Mode::Eval, &subject.name, g.json).await?;
+    let evals = run_seeds(
+        &ev,
+        &subject,
+        &config,
+        &seeds,
+        Mode::Eval,
+        &subject.name,
+        g.json,
+    )
+    .await?;
     let wall = start.elapsed().as_secs_f64();
     let workers = ev.workers();
     ev.shutdown().await;
 
     let failed = evals.iter().filter(|e| !e.record.outcome.is_ok()).count();
     let cached = evals.iter().filter(|e| e.cached).count();
-    let (search, holdout) = (summary(&evals, Split::Search), summary(&evals, Split::Holdout));
+    let (search, holdout) = (
+        summary(&evals, Split::Search),
+        summary(&evals, Split::Holdout),
+    );
     if g.json {
         let out = json!({
             "subject": subject.name, "metric": subject.metric.name, "goal": subject.metric.goal,
@@ -53,7 +65,11 @@ pub async fn run(g: &Global, a: &EvalArgs) -> Result<ExitCode> {
             wall,
             workers
         );
-        let mut rows = vec![["split", "n", "mean", "std", "95% CI", "min", "max"].map(String::from).to_vec()];
+        let mut rows = vec![
+            ["split", "n", "mean", "std", "95% CI", "min", "max"]
+                .map(String::from)
+                .to_vec(),
+        ];
         for (name, s) in [("search", &search), ("holdout", &holdout)] {
             if let Some(s) = s {
                 rows.push(vec![
@@ -69,25 +85,45 @@ pub async fn run(g: &Global, a: &EvalArgs) -> Result<ExitCode> {
         }
         print!("{}", render(&rows));
         println!();
-        let mut rows = vec![["seed", "search", "holdout", "time", "outcome"].map(String::from).to_vec()];
+        let mut rows = vec![
+            ["seed", "search", "holdout", "time", "outcome"]
+                .map(String::from)
+                .to_vec(),
+        ];
         for e in &evals {
             let o = &e.record.outcome;
             rows.push(vec![
                 e.record.seed.to_string(),
                 num(o.metric(Split::Search)),
                 num(o.metric(Split::Holdout)),
-                if e.cached { format!("{:.2} s (cached)", e.record.duration_s) } else { format!("{:.2} s", e.record.duration_s) },
+                if e.cached {
+                    format!("{:.2} s (cached)", e.record.duration_s)
+                } else {
+                    format!("{:.2} s", e.record.duration_s)
+                },
                 if o.is_ok() { "ok".into() } else { o.summary() },
             ]);
         }
         print!("{}", render(&rows));
         if let Some(e) = evals.iter().find(|e| !e.record.outcome.is_ok()) {
             if let reprolab_core::Outcome::Exception { traceback, .. } = &e.record.outcome {
-                println!("\nfirst failure (seed {}):\n{}", e.record.seed, traceback.trim_end());
+                println!(
+                    "\nfirst failure (seed {}):\n{}",
+                    e.record.seed,
+                    traceback.trim_end()
+                );
             } else if !e.record.output_tail.is_empty() {
-                println!("\nfirst failure (seed {}), last output:\n{}", e.record.seed, e.record.output_tail.trim_end());
+                println!(
+                    "\nfirst failure (seed {}), last output:\n{}",
+                    e.record.seed,
+                    e.record.output_tail.trim_end()
+                );
             }
         }
     }
-    Ok(if failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -40,7 +40,10 @@ pub async fn run_seeds(
 
 /// Metric values of the finished runs on one split.
 pub fn metrics(evals: &[Evaluation], split: Split) -> Vec<f64> {
-    evals.iter().filter_map(|e| e.record.outcome.metric(split)).collect()
+    evals
+        .iter()
+        .filter_map(|e| e.record.outcome.metric(split))
+        .collect()
 }
 
 /// Per-run line of the JSON output.

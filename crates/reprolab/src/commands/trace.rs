@@ -16,9 +16,14 @@ fn cell(v: &Value) -> String {
     match v {
         Value::Null => "-".into(),
         Value::Bool(b) => b.to_string(),
+        Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
         Value::Number(n) => {
             let x = n.as_f64().unwrap_or(f64::NAN);
-            if x != 0.0 && (x.abs() < 1e-3 || x.abs() >= 1e4) { format!("{x:.2e}") } else { format!("{x:.4}") }
+            if x != 0.0 && (x.abs() < 1e-3 || x.abs() >= 1e4) {
+                format!("{x:.2e}")
+            } else {
+                format!("{x:.4}")
+            }
         }
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -27,7 +32,17 @@ fn cell(v: &Value) -> String {
 
 /// Per-layer table of one epoch record.
 fn layer_table(epoch: &Value) -> String {
-    let cols = ["name", "kind", "act", "weight_norm", "grad_norm", "grad_zero_frac", "dead_frac", "saturated_frac", "mean_abs_out"];
+    let cols = [
+        "name",
+        "kind",
+        "act",
+        "weight_norm",
+        "grad_norm",
+        "grad_zero_frac",
+        "dead_frac",
+        "saturated_frac",
+        "mean_abs_out",
+    ];
     let mut rows = vec![cols.map(String::from).to_vec()];
     for layer in epoch["layers"].as_array().into_iter().flatten() {
         rows.push(cols.iter().map(|c| cell(&layer[*c])).collect());
@@ -39,11 +54,22 @@ pub async fn run(g: &Global, a: &TraceArgs) -> Result<ExitCode> {
     let subject = context::load_subject(&a.subject)?;
     let (config, config_path) = context::load_config(&subject, a.config.as_deref())?;
     let ev = context::evaluator(g).await?;
-    let evals = run_seeds(&ev, &subject, &config, &[a.seed], Mode::Trace, "trace", g.json).await?;
+    let evals = run_seeds(
+        &ev,
+        &subject,
+        &config,
+        &[a.seed],
+        Mode::Trace,
+        "trace",
+        g.json,
+    )
+    .await?;
     ev.shutdown().await;
     let e = &evals[0].record;
     let out_path = a.out.clone().unwrap_or_else(|| {
-        PathBuf::from(".reprolab").join("traces").join(format!("{}-seed{}.json", subject.name, a.seed))
+        PathBuf::from(".reprolab")
+            .join("traces")
+            .join(format!("{}-seed{}.json", subject.name, a.seed))
     });
     let doc = json!({
         "subject": subject.name, "config_path": config_path, "config": config, "seed": a.seed,
@@ -52,12 +78,20 @@ pub async fn run(g: &Global, a: &TraceArgs) -> Result<ExitCode> {
     if let Some(dir) = out_path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    std::fs::write(&out_path, serde_json::to_string_pretty(&doc)?).with_context(|| format!("writing {}", out_path.display()))?;
+    std::fs::write(&out_path, serde_json::to_string_pretty(&doc)?)
+        .with_context(|| format!("writing {}", out_path.display()))?;
 
     if g.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        println!("{} seed {} with {}: {} in {:.2} s\n", subject.name, a.seed, config_path.display(), e.outcome.summary(), e.duration_s);
+        println!(
+            "{} seed {} with {}: {} in {:.2} s\n",
+            subject.name,
+            a.seed,
+            config_path.display(),
+            e.outcome.summary(),
+            e.duration_s
+        );
         if e.epochs.is_empty() {
             println!("no per-epoch records: the subject does not call reprolab.log_epoch");
         } else {
@@ -77,12 +111,25 @@ pub async fn run(g: &Global, a: &TraceArgs) -> Result<ExitCode> {
             let first = &e.epochs[0];
             let last = &e.epochs[e.epochs.len() - 1];
             if first.get("layers").is_some() {
-                println!("\nlayers at epoch {}:\n{}", cell(&first["epoch"]), layer_table(first));
+                println!(
+                    "\nlayers at epoch {}:\n{}",
+                    cell(&first["epoch"]),
+                    layer_table(first)
+                );
                 if e.epochs.len() > 1 {
-                    println!("layers at epoch {}:\n{}", cell(&last["epoch"]), layer_table(last));
+                    println!(
+                        "layers at epoch {}:\n{}",
+                        cell(&last["epoch"]),
+                        layer_table(last)
+                    );
                 }
             }
-            let nan: Vec<String> = e.epochs.iter().filter(|r| r["nan"] == true).map(|r| cell(&r["epoch"])).collect();
+            let nan: Vec<String> = e
+                .epochs
+                .iter()
+                .filter(|r| r["nan"] == true)
+                .map(|r| cell(&r["epoch"]))
+                .collect();
             if !nan.is_empty() {
                 println!("NaN/Inf in loss or weights at epochs: {}", nan.join(", "));
             }
@@ -92,5 +139,9 @@ pub async fn run(g: &Global, a: &TraceArgs) -> Result<ExitCode> {
         }
         println!("\ntrace saved to {}", out_path.display());
     }
-    Ok(if e.outcome.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if e.outcome.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -1,0 +1,113 @@
+"""D3 (StackOverflow 45442843): a two-class classifier on one standardised feature.
+
+Data (synthetic stand-in for the post's CSV, generator seed 0, independent of the training seed):
+N_ROWS rows of one raw feature with a string label; class "no" (61%) has the feature drawn from
+N(20, 3^2), class "yes" (39%) from N(40, 3^2), so the classes are separable by a threshold. The
+feature is standardised (StandardScaler), the labels label-encoded and one-hot encoded (2 columns).
+Fixed 80/20 stratified train/test split (random_state=0); the test part is split 80/20 stratified
+into search/holdout (random_state=0).
+
+Model (layer indices match the config keys):
+  layer 0: Dense(unit0) + act0, repeated layer0 times (0, 1 or 2)   (one sigmoid unit in the post)
+  layer 1: Dense(2)     + act1                                      (softmax in the post)
+The metric is accuracy (argmax of the two outputs against the one-hot label).
+"""
+import functools
+
+import numpy as np
+import torch
+from torch import nn
+
+import reprolab
+import reprolab.nn as rnn
+
+N_ROWS = 5000
+N_CLASSES = 2
+
+
+@functools.lru_cache(maxsize=1)
+def load_data():
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import LabelEncoder, StandardScaler
+
+    rng = np.random.default_rng(0)
+    is_yes = rng.random(N_ROWS) < 0.39
+    raw = np.where(is_yes, rng.normal(40.0, 3.0, N_ROWS), rng.normal(20.0, 3.0, N_ROWS))
+    labels = np.where(is_yes, "yes", "no")
+
+    x = StandardScaler().fit_transform(raw.reshape(-1, 1)).astype(np.float32)
+    y = LabelEncoder().fit_transform(labels)
+    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=0.2, stratify=y, random_state=0)
+    x_se, x_ho, y_se, y_ho = train_test_split(x_te, y_te, test_size=0.2, stratify=y_te, random_state=0)
+    return {name: (torch.from_numpy(np.ascontiguousarray(a)), torch.from_numpy(b).long())
+            for name, a, b in (("train", x_tr, y_tr), ("search", x_se, y_se), ("holdout", x_ho, y_ho))}
+
+
+def dense(n_in, n_out, config, i):
+    layer = nn.Linear(n_in, n_out)
+    rnn.init_layer(layer, config[f"ki{i}"], config[f"bi{i}"])
+    return [layer, rnn.activation(config[f"act{i}"])]
+
+
+def build_model(config):
+    mods, width = [], 1
+    for _ in range(config["layer0"]):
+        mods += dense(width, config["unit0"], config, 0)
+        width = config["unit0"]
+    mods += dense(width, N_CLASSES, config, 1)
+    return nn.Sequential(*mods)
+
+
+def one_hot(y):
+    return torch.nn.functional.one_hot(y, N_CLASSES).float()
+
+
+def evaluate(model, loss_fn, x, y):
+    model.eval()
+    with torch.no_grad():
+        out = model(x)
+        loss = float(loss_fn(out, one_hot(y)))
+        acc = int((out.argmax(dim=1) == y).sum()) / len(y)
+    model.train()
+    return loss, acc
+
+
+def train(config, seed):
+    torch.set_num_threads(1)
+    reprolab.seed_everything(seed)
+    data = load_data()
+    x_tr, y_tr = data["train"]
+    x_se, y_se = data["search"]
+    t_tr = one_hot(y_tr)
+
+    model = build_model(config)
+    reprolab.watch(model)
+    loss_fn = rnn.loss(config["loss"])
+    opt = rnn.optimizer(config["optimizer"], model.parameters(), config["lr"])
+    bs = config["batch_size"]
+    n = len(x_tr)
+
+    for epoch in range(config["epochs"]):
+        perm = torch.randperm(n)
+        total_loss, correct = 0.0, 0
+        for start in range(0, n, bs):
+            idx = perm[start:start + bs]
+            xb, yb = x_tr[idx], y_tr[idx]
+            out = model(xb)
+            loss = loss_fn(out, t_tr[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total_loss += float(loss.detach()) * len(idx)
+            correct += int((out.detach().argmax(dim=1) == yb).sum())
+        val_loss, val_acc = evaluate(model, loss_fn, x_se, y_se)
+        reprolab.log_epoch(epoch, loss=total_loss / n, acc=correct / n, val_loss=val_loss, val_acc=val_acc)
+
+    _, search_acc = evaluate(model, loss_fn, *data["search"])
+    _, holdout_acc = evaluate(model, loss_fn, *data["holdout"])
+    return {"search": search_acc, "holdout": holdout_acc}
+
+
+if __name__ == "__main__":
+    import reprolab
+    reprolab.run_script(train)
