@@ -131,11 +131,7 @@ impl Evaluator {
                 }
             }
             let inner = self.inner.clone();
-            let (entry, dir, limits) = (
-                subject.entry.clone(),
-                subject.dir.clone(),
-                subject.limits,
-            );
+            let (entry, dir, limits) = (subject.entry.clone(), subject.dir.clone(), subject.limits);
             let config_json = serde_json::Value::Object(config.0.clone());
             tasks.spawn(async move {
                 let finished = inner

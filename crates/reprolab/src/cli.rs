@@ -82,6 +82,23 @@ fault localisation uses. Saves them as JSON.",
         after_help = "Example:\n  reprolab bench-exec --runs 12"
     )]
     BenchExec(BenchExecArgs),
+    /// Generate DeepCrime-style mutants of a correct subject and keep those statistically killed.
+    #[command(
+        long_about = "Mutate a correct subject's config with DeepCrime's operators (over the subject's \
+search space: every parameter declares the fault type it belongs to), train the original and each \
+mutant N times on the same seeds, and keep the mutants that are killed: p < 0.05 (GLM or Wilcoxon) \
+and Cohen's d >= 0.5 in the worse direction, then filtered as in the study (not too easy, not too \
+hard). HLR and HNE search toward their bound by binary search; the other operators are exhaustive. \
+Each kept mutant is written as a faulty subject whose manifest records the ground truth (the \
+original config and the fault label, e.g. ACH(2)).",
+        after_help = "Examples:\n  reprolab mutate subjects/digits-mlp --operators HLR,ACH,OCH --out benchmarks/faults/artificial\n  reprolab mutate subjects/diabetes-regression --runs 10 --out /tmp/mutants"
+    )]
+    Mutate(MutateArgs),
+    /// List a fault benchmark: fault labels and faulty vs fixed metrics.
+    #[command(
+        after_help = "Examples:\n  reprolab faults\n  reprolab faults benchmarks/faults/real --measure 20"
+    )]
+    Faults(FaultsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -104,6 +121,15 @@ pub enum SplitArg {
     Search,
     #[default]
     Holdout,
+}
+
+impl SplitArg {
+    pub fn split(self) -> reprolab_core::Split {
+        match self {
+            SplitArg::Search => reprolab_core::Split::Search,
+            SplitArg::Holdout => reprolab_core::Split::Holdout,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -156,4 +182,60 @@ pub struct BenchExecArgs {
     /// Trainings per method.
     #[arg(long, short = 'n', default_value_t = 12)]
     pub runs: usize,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, Default)]
+pub enum KillTestArg {
+    /// DeepCrime's GLM (metric ~ mutant), Wald test.
+    #[default]
+    Glm,
+    /// Wilcoxon signed-rank, paired by seed.
+    Wilcoxon,
+}
+
+#[derive(Debug, Args)]
+pub struct MutateArgs {
+    /// A correct subject directory (or its reprolab.toml).
+    pub subject: PathBuf,
+    /// Where to write the kept mutants, one faulty subject directory each.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Mutation operators, comma separated (HBS,HLR,HNE,HDB,ACH,ARM,AAL,RAW,WCI,BCI,LCH,OCH,LRM,LAD,LCN,LCF,CPP) or "all".
+    #[arg(long, default_value = "all")]
+    pub operators: String,
+    /// Trainings of the original and of each mutant (the same seeds).
+    #[arg(long, short = 'n', default_value_t = 20)]
+    pub runs: usize,
+    /// Statistical test of the killing criterion.
+    #[arg(long, value_enum, default_value_t = KillTestArg::Glm)]
+    pub test: KillTestArg,
+    /// Binary-search refinements for HLR and HNE.
+    #[arg(long, default_value_t = 3)]
+    pub search_steps: usize,
+    /// Classification: drop smaller worse than this (metric points) is too hard to keep.
+    #[arg(long, default_value_t = 0.10)]
+    pub min_drop: f64,
+    /// Classification: a larger drop is too easy to keep.
+    #[arg(long, default_value_t = 0.80)]
+    pub max_drop: f64,
+    /// Regression: keep mutants whose loss is at least this many times the original's...
+    #[arg(long, default_value_t = 1.5)]
+    pub min_loss_ratio: f64,
+    /// ...and at most this many times.
+    #[arg(long, default_value_t = 5.0)]
+    pub max_loss_ratio: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct FaultsArgs {
+    /// A fault benchmark: a directory of faulty subjects (each with [fix] in its manifest).
+    #[arg(default_value = "benchmarks/faults")]
+    pub dir: PathBuf,
+    /// Train every fault's faulty and fixed configs N times (cached) and record the figures in
+    /// its fault.json.
+    #[arg(long, value_name = "N")]
+    pub measure: Option<usize>,
+    /// The split measurements are taken on.
+    #[arg(long, value_enum, default_value_t = SplitArg::Search)]
+    pub split: SplitArg,
 }

@@ -5,6 +5,7 @@ mod commands;
 mod context;
 mod progress;
 mod table;
+mod trainer;
 
 use std::process::ExitCode;
 
@@ -33,6 +34,8 @@ fn main() -> ExitCode {
             Command::Trace(a) => commands::trace::run(g, a).await,
             Command::Env(a) => commands::env::run(g, a).await,
             Command::BenchExec(a) => commands::bench_exec::run(g, a).await,
+            Command::Mutate(a) => commands::mutate::run(g, a).await,
+            Command::Faults(a) => commands::faults::run(g, a).await,
         }
     });
     match result {

@@ -106,3 +106,63 @@ fn subject_code_has_no_network_when_isolation_is_active() {
     let o = outcome_of("outcomes", "network");
     assert_eq!(o["status"], "exception", "{o}");
 }
+
+/// Run the fixture with `behavior` on seeds 0..3 with one worker; return the outcome kinds.
+fn kinds_over_three_seeds(behavior: &str) -> Vec<String> {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config_file(tmp.path(), "c.json", json!({ "behavior": behavior }));
+    let out = run(reprolab(tmp.path())
+        .args(["eval", "--json", "--runs", "3", "-j", "1", "--config"])
+        .arg(&cfg)
+        .arg(fixture("outcomes")));
+    let v = json(&out);
+    v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"]["status"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_dead_worker_is_replaced() {
+    let kinds = kinds_over_three_seeds("kill_worker_on_seed0");
+    assert_eq!(
+        kinds,
+        ["infra", "ok", "ok"],
+        "seed 0 kills its worker (retried once), the others run on a fresh one"
+    );
+}
+
+#[test]
+fn a_hung_worker_is_replaced() {
+    let kinds = kinds_over_three_seeds("hang_worker_on_seed0");
+    assert_eq!(kinds, ["timeout", "ok", "ok"]);
+}
+
+#[test]
+fn an_external_interpreter_can_be_used() {
+    let tmp = tempfile::tempdir().unwrap();
+    let python =
+        String::from_utf8(run(reprolab(tmp.path()).args(["env", "--python-path"])).stdout).unwrap();
+    let env = json(&run(reprolab(tmp.path()).args([
+        "env",
+        "--json",
+        "--python",
+        python.trim(),
+    ])));
+    assert_eq!(env["managed"], false);
+    let out = run(reprolab(tmp.path())
+        .args([
+            "eval",
+            "--json",
+            "--runs",
+            "1",
+            "-j",
+            "1",
+            "--python",
+            python.trim(),
+        ])
+        .arg(fixture("outcomes")));
+    assert_eq!(json(&out)["runs"][0]["outcome"]["status"], "ok");
+}

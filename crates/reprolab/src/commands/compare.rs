@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::{ci, run_seeds, runs_json, summary};
-use crate::cli::{CompareArgs, Global, SplitArg};
+use crate::cli::{CompareArgs, Global};
 use crate::context;
 use crate::table::{num, render};
 
@@ -74,10 +74,7 @@ pub async fn run(g: &Global, args: &CompareArgs) -> Result<ExitCode> {
     let subject = context::load_subject(&args.subject)?;
     let (config_a, path_a) = context::load_config(&subject, args.a.as_deref())?;
     let (config_b, path_b) = context::load_config(&subject, Some(&args.b))?;
-    let split = match args.split {
-        SplitArg::Search => Split::Search,
-        SplitArg::Holdout => Split::Holdout,
-    };
+    let split = args.split.split();
     let ev = context::evaluator(g).await?;
     ev.warm_up().await;
     let seeds: Vec<u64> = (args.seed..args.seed + args.runs as u64).collect();

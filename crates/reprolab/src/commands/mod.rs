@@ -4,6 +4,8 @@ pub mod bench_exec;
 pub mod compare;
 pub mod env;
 pub mod eval;
+pub mod faults;
+pub mod mutate;
 pub mod trace;
 
 use anyhow::Result;
