@@ -36,3 +36,13 @@ pub fn spinner(what: &str, json: bool) -> ProgressBar {
     pb.enable_steady_tick(Duration::from_millis(120));
     pb
 }
+
+/// Print a line above the bar; without a terminal (logs, CI) print it to stderr plainly so that
+/// long jobs still say what they are doing.
+pub fn line(pb: &ProgressBar, msg: &str) {
+    if pb.is_hidden() {
+        eprintln!("{msg}");
+    } else {
+        pb.println(msg);
+    }
+}

@@ -43,7 +43,7 @@ pub async fn run(g: &Global, a: &MutateArgs) -> Result<ExitCode> {
         if g.json {
             return;
         }
-        pb.println(line);
+        progress::line(&pb, line);
     };
     let report = reprolab_faults::run_campaign(&trainer, &subject, &ops, &settings, &mut on_line)
         .await

@@ -1,0 +1,115 @@
+//! Hand-written SVG plots: box plots of distributions per group (the study's Figure 3 style).
+
+use std::fmt::Write as _;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// Quantile with linear interpolation (numpy's default) of sorted values.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let pos = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+/// A box plot (median, quartiles, whiskers at 1.5 IQR, outliers as dots, mean as a cross) of
+/// each group's values; empty groups are drawn as "no data".
+pub fn boxplot(title: &str, y_label: &str, groups: &[(String, Vec<f64>)]) -> String {
+    let (w, h) = (120.0 + 90.0 * groups.len().max(1) as f64, 320.0);
+    let (left, right, top, bottom) = (60.0, 20.0, 30.0, 60.0);
+    let finite: Vec<f64> = groups.iter().flat_map(|(_, v)| v.iter().copied()).filter(|x| x.is_finite()).collect();
+    let (mut lo, mut hi) = finite.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+    if !lo.is_finite() {
+        (lo, hi) = (0.0, 1.0);
+    }
+    if (hi - lo).abs() < 1e-12 {
+        (lo, hi) = (lo - 0.5, hi + 0.5);
+    }
+    let pad = (hi - lo) * 0.05;
+    let (lo, hi) = (lo - pad, hi + pad);
+    let y = |v: f64| top + (h - top - bottom) * (1.0 - (v - lo) / (hi - lo));
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <text x=\"{}\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n",
+        w / 2.0,
+        esc(title)
+    );
+    // Axis with five ticks.
+    let _ = writeln!(s, "<line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{}\" stroke=\"#444\"/>", h - bottom);
+    for i in 0..=4 {
+        let v = lo + (hi - lo) * i as f64 / 4.0;
+        let _ = writeln!(
+            s,
+            "<line x1=\"{}\" y1=\"{y0:.1}\" x2=\"{}\" y2=\"{y0:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{v:.2}</text>",
+            left,
+            w - right,
+            left - 4.0,
+            y(v) + 4.0,
+            y0 = y(v)
+        );
+    }
+    let _ = writeln!(s, "<text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" text-anchor=\"middle\">{}</text>", h / 2.0, h / 2.0, esc(y_label));
+    for (i, (label, values)) in groups.iter().enumerate() {
+        let cx = left + 45.0 + 90.0 * i as f64;
+        let _ = writeln!(s, "<text x=\"{cx}\" y=\"{}\" text-anchor=\"middle\">{}</text>", h - bottom + 18.0, esc(label));
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+        v.sort_by(f64::total_cmp);
+        let _ = writeln!(s, "<text x=\"{cx}\" y=\"{}\" text-anchor=\"middle\" fill=\"#777\">n={}</text>", h - bottom + 34.0, v.len());
+        if v.is_empty() {
+            let _ = writeln!(s, "<text x=\"{cx}\" y=\"{}\" text-anchor=\"middle\" fill=\"#999\">no data</text>", h / 2.0);
+            continue;
+        }
+        let (q1, med, q3) = (quantile(&v, 0.25), quantile(&v, 0.5), quantile(&v, 0.75));
+        let iqr = q3 - q1;
+        let wlo = v.iter().copied().find(|x| *x >= q1 - 1.5 * iqr).unwrap_or(q1);
+        let whi = v.iter().rev().copied().find(|x| *x <= q3 + 1.5 * iqr).unwrap_or(q3);
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let _ = writeln!(
+            s,
+            "<line x1=\"{cx}\" y1=\"{:.1}\" x2=\"{cx}\" y2=\"{:.1}\" stroke=\"#333\"/>\n\
+             <rect x=\"{:.1}\" y=\"{:.1}\" width=\"50\" height=\"{:.1}\" fill=\"#9cc3e6\" stroke=\"#333\"/>\n\
+             <line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#c00\" stroke-width=\"2\"/>\n\
+             <text x=\"{cx}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"12\">×</text>",
+            y(whi),
+            y(wlo),
+            cx - 25.0,
+            y(q3),
+            (y(q1) - y(q3)).max(1.0),
+            cx - 25.0,
+            y(med),
+            cx + 25.0,
+            y(med),
+            y(mean) + 4.0
+        );
+        for x in v.iter().filter(|x| **x < wlo || **x > whi) {
+            let _ = writeln!(s, "<circle cx=\"{cx}\" cy=\"{:.1}\" r=\"2.5\" fill=\"none\" stroke=\"#333\"/>", y(*x));
+        }
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_match_numpy_linear() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(quantile(&v, 0.25), 1.75); // numpy.quantile([1,2,3,4], .25)
+        assert_eq!(quantile(&v, 0.5), 2.5);
+    }
+
+    #[test]
+    fn boxplot_draws_each_group_and_outliers() {
+        let svg = boxplot("t", "IR", &[("a".into(), vec![0.0, 0.5, 0.5, 0.6, 5.0]), ("b".into(), vec![])]);
+        assert_eq!(svg.matches("<rect").count(), 1);
+        assert_eq!(svg.matches("<circle").count(), 2, "0.0 and 5.0 lie beyond 1.5 IQR of [0.5, 0.6]");
+        assert!(svg.contains("no data"));
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    }
+}
