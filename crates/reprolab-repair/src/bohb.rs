@@ -1,0 +1,272 @@
+//! BOHB (Falkner et al. 2018): Hyperband brackets of successive halving with the number of
+//! epochs as fidelity, and configs proposed by a TPE fitted on the highest fidelity that has
+//! enough observations (random before, and for a fixed fraction of proposals).
+//!
+//! With `eta = 3` and a smallest fidelity of 1/9 of a candidate's own epochs `E` (at least 1
+//! epoch), the rungs train `max(1, round(E/9))`, `max(1, round(E/3))` and `E` epochs; a fidelity
+//! that rounds to `E` or more is a full training. Brackets cycle `s = 2, 1, 0`: bracket `s`
+//! starts `ceil(3/(s+1) · 3^s)` configs (9, 5, 3) at rung `2 − s` and promotes the best third
+//! (at least one) to the next rung, until the full rung. A promoted config is retrained from
+//! scratch at the higher fidelity; one whose fidelity does not change reuses its result. The
+//! budget is counted as in the study loop (sum of durations), so cheap low-fidelity trials are
+//! what makes BOHB efficient; `best` considers full-fidelity trials only.
+
+use std::cmp::Ordering;
+
+use reprolab_core::{Config, Goal, Subject};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::budget::SearchSettings;
+use crate::rng::Rng;
+use crate::sampler::Sampler;
+use crate::space::{apply_patch, sample_config};
+use crate::study::{SearchResult, Stop, finish, reached, run_trials, start};
+use crate::tpe::TpeSampler;
+use crate::{Objective, RepairError, Trial};
+
+/// BOHB's settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BohbOptions {
+    /// Halving rate (default 3).
+    pub eta: u64,
+    /// Number of rungs below the full one (default 2: fidelities E/9, E/3, E).
+    pub s_max: u32,
+    /// Fraction of proposals drawn at random even when a model exists (BOHB's default 1/3).
+    pub random_fraction: f64,
+    /// Observations a fidelity needs before its TPE is used (default 10, the TPE's startup).
+    pub min_points: usize,
+    /// The config key holding the number of epochs (default `epochs`). Candidates without an
+    /// integer value there are always trained fully.
+    pub fidelity_key: String,
+}
+
+impl Default for BohbOptions {
+    fn default() -> Self {
+        BohbOptions {
+            eta: 3,
+            s_max: 2,
+            random_fraction: 1.0 / 3.0,
+            min_points: 10,
+            fidelity_key: "epochs".into(),
+        }
+    }
+}
+
+impl BohbOptions {
+    /// The epochs of rung `r` for a candidate of `full` epochs (`None` = full training).
+    pub fn fidelity(&self, full: Option<u64>, r: u32) -> Option<u64> {
+        let e_full = full?;
+        let div = (self.eta as f64).powi((self.s_max - r.min(self.s_max)) as i32);
+        let e = ((e_full as f64 / div).round() as u64).max(1);
+        (e < e_full).then_some(e)
+    }
+
+    /// Configs started by bracket `s`: `ceil((s_max + 1) / (s + 1) · eta^s)`.
+    pub fn bracket_size(&self, s: u32) -> usize {
+        let n = (self.s_max + 1) as f64 / (s + 1) as f64 * (self.eta as f64).powi(s as i32);
+        (n - 1e-9).ceil() as usize
+    }
+}
+
+/// The number of epochs a config trains for, from its fidelity key.
+fn full_epochs(config: &Config, key: &str) -> Option<u64> {
+    match config.get(key)? {
+        Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|x| x.fract() == 0.0 && *x >= 1.0)
+                .map(|x| x as u64)
+        }),
+        _ => None,
+    }
+    .filter(|e| *e >= 1)
+}
+
+struct Candidate {
+    config: Config,
+    full: Option<u64>,
+    /// `(fidelity, value)` of its trainings so far.
+    results: Vec<(Option<u64>, Option<f64>)>,
+}
+
+impl Candidate {
+    fn value_at(&self, fidelity: Option<u64>) -> Option<Option<f64>> {
+        self.results
+            .iter()
+            .find(|(f, _)| *f == fidelity)
+            .map(|(_, v)| *v)
+    }
+}
+
+/// BOHB with the default [`BohbOptions`].
+pub async fn bohb<O: Objective>(
+    obj: &O,
+    subject: &Subject,
+    s: &SearchSettings,
+) -> Result<SearchResult, RepairError> {
+    bohb_with(obj, subject, s, &BohbOptions::default()).await
+}
+
+/// BOHB with explicit options.
+pub async fn bohb_with<O: Objective>(
+    obj: &O,
+    subject: &Subject,
+    s: &SearchSettings,
+    opt: &BohbOptions,
+) -> Result<SearchResult, RepairError> {
+    if opt.eta < 2 {
+        return Err(RepairError::Settings(format!(
+            "eta = {}: expected at least 2",
+            opt.eta
+        )));
+    }
+    let goal = subject.metric.goal;
+    let top = opt.s_max;
+    let (t0, mut meter) = start(obj, subject, s).await?;
+    let mut stop = reached(goal, s.stop_at, &t0).then_some(Stop::StopAt);
+    // Trials per fidelity rung, for the models (full trainings in the top rung).
+    let mut by_rung: Vec<Vec<Trial>> = vec![Vec::new(); top as usize + 1];
+    by_rung[top as usize].push(t0.clone());
+    let mut trials = vec![t0];
+    let mut rng = Rng::new(s.seed ^ 0xB0B0_0000_0000_0001);
+    let mut tpe = TpeSampler::new(s.seed ^ 0x7E7E_0000_0000_0002, goal);
+    tpe.n_startup = 1;
+    let mut bracket = 0u32;
+    'brackets: while stop.is_none() {
+        let sb = top - bracket % (top + 1);
+        bracket += 1;
+        let mut cands: Vec<Candidate> = (0..opt.bracket_size(sb))
+            .map(|_| {
+                let asked = propose(&mut rng, &mut tpe, subject, &by_rung, opt);
+                let config = apply_patch(&subject.config, &asked);
+                let full = full_epochs(&config, &opt.fidelity_key);
+                Candidate {
+                    config,
+                    full,
+                    results: Vec::new(),
+                }
+            })
+            .collect();
+        let mut active: Vec<usize> = (0..cands.len()).collect();
+        for r in (top - sb)..=top {
+            let todo: Vec<usize> = active
+                .iter()
+                .copied()
+                .filter(|&c| {
+                    cands[c]
+                        .value_at(opt.fidelity(cands[c].full, r))
+                        .is_none()
+                })
+                .collect();
+            for chunk in todo.chunks(s.parallel) {
+                let k = meter.allowance(chunk.len());
+                if k == 0 {
+                    stop = Some(Stop::Budget);
+                    break 'brackets;
+                }
+                let items: Vec<(usize, Config, Option<u64>)> = chunk[..k]
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &c)| {
+                        (
+                            trials.len() + j,
+                            cands[c].config.clone(),
+                            opt.fidelity(cands[c].full, r),
+                        )
+                    })
+                    .collect();
+                for (&c, t) in chunk.iter().zip(run_trials(obj, s.seed, items).await?) {
+                    meter.spend(t.duration_s);
+                    cands[c].results.push((t.epochs, t.value));
+                    let rung = if t.is_full() { top } else { r };
+                    by_rung[rung as usize].push(t.clone());
+                    if reached(goal, s.stop_at, &t) {
+                        stop = Some(Stop::StopAt);
+                    }
+                    trials.push(t);
+                }
+                if stop.is_some() {
+                    break 'brackets;
+                }
+                if k < chunk.len() {
+                    stop = Some(Stop::Budget);
+                    break 'brackets;
+                }
+            }
+            if r == top {
+                break;
+            }
+            // Successive halving: the best 1/eta (at least one) go up a rung.
+            let value = |c: usize| cands[c].value_at(opt.fidelity(cands[c].full, r)).flatten();
+            active.sort_by(|&a, &b| rank(goal, value(a), value(b)).then(a.cmp(&b)));
+            active.truncate((active.len() / opt.eta as usize).max(1));
+        }
+    }
+    Ok(finish(
+        "bohb",
+        subject,
+        trials,
+        &meter,
+        stop.unwrap_or(Stop::Budget),
+    ))
+}
+
+/// Better values first, failed trainings last.
+fn rank(goal: Goal, a: Option<f64>, b: Option<f64>) -> Ordering {
+    match (a, b) {
+        (Some(x), Some(y)) if goal.better(x, y) => Ordering::Less,
+        (Some(x), Some(y)) if goal.better(y, x) => Ordering::Greater,
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        _ => Ordering::Equal,
+    }
+}
+
+/// A new config: random for `random_fraction` of the proposals and while no rung has
+/// `min_points` observations with at least one success; otherwise the TPE fitted on the highest
+/// such rung.
+fn propose(
+    rng: &mut Rng,
+    tpe: &mut TpeSampler,
+    subject: &Subject,
+    by_rung: &[Vec<Trial>],
+    opt: &BohbOptions,
+) -> Config {
+    let model = by_rung.iter().rev().find(|ts| {
+        ts.len() >= opt.min_points.max(1) && ts.iter().any(|t| t.value.is_some())
+    });
+    match model {
+        Some(ts) if rng.f64() >= opt.random_fraction => tpe.ask(&subject.space, ts),
+        _ => sample_config(&subject.space, rng),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rungs_and_brackets() {
+        let o = BohbOptions::default();
+        assert_eq!(
+            (0..3).map(|r| o.fidelity(Some(27), r)).collect::<Vec<_>>(),
+            vec![Some(3), Some(9), None]
+        );
+        assert_eq!(
+            (0..3).map(|r| o.fidelity(Some(5), r)).collect::<Vec<_>>(),
+            vec![Some(1), Some(2), None]
+        );
+        assert_eq!(o.fidelity(Some(1), 0), None);
+        assert_eq!(o.fidelity(None, 0), None);
+        assert_eq!(
+            (0..3).rev().map(|s| o.bracket_size(s)).collect::<Vec<_>>(),
+            vec![9, 5, 3]
+        );
+        let c: Config = serde_json::from_value(json!({"epochs": 12, "e2": 3.0, "e3": "x"})).unwrap();
+        assert_eq!(full_epochs(&c, "epochs"), Some(12));
+        assert_eq!(full_epochs(&c, "e2"), Some(3));
+        assert_eq!(full_epochs(&c, "e3"), None);
+        assert_eq!(full_epochs(&c, "missing"), None);
+    }
+}

@@ -1,0 +1,230 @@
+//! Search budgets and the meter that spends them.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::RepairError;
+
+/// How much a search may train.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Budget {
+    /// At most this many trials, the faulty config's trial 0 included.
+    Trials(usize),
+    /// This multiple of the faulty config's mean training time (the study's 10×, 20×, 50×),
+    /// counted as the SUM of the trials' training durations (not wall time: parallel workers
+    /// do not change what the search sees). The faulty trial counts too.
+    TimeMultiple(f64),
+}
+
+impl fmt::Display for Budget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Budget::Trials(n) => write!(f, "{n} trials"),
+            Budget::TimeMultiple(m) => write!(f, "{m}x"),
+        }
+    }
+}
+
+impl FromStr for Budget {
+    type Err = String;
+
+    /// `20x` (or `20×`, `20X`): a time multiple; a plain integer `50`: a number of trials.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        let bad = || {
+            format!("budget {t:?}: expected a time multiple like \"20x\" or a number of trials like \"50\"")
+        };
+        if let Some(m) = t
+            .strip_suffix('x')
+            .or_else(|| t.strip_suffix('X'))
+            .or_else(|| t.strip_suffix('×'))
+        {
+            let m: f64 = m.trim().parse().map_err(|_| bad())?;
+            let b = Budget::TimeMultiple(m);
+            b.check().map_err(|e| e.to_string())?;
+            return Ok(b);
+        }
+        let n: usize = t.parse().map_err(|_| bad())?;
+        let b = Budget::Trials(n);
+        b.check().map_err(|e| e.to_string())?;
+        Ok(b)
+    }
+}
+
+impl Budget {
+    fn check(&self) -> Result<(), RepairError> {
+        match self {
+            Budget::Trials(0) => Err(RepairError::Settings(
+                "a budget of 0 trials leaves nothing to search".into(),
+            )),
+            Budget::TimeMultiple(m) if !(m.is_finite() && *m > 0.0) => Err(RepairError::Settings(
+                format!("time multiple {m}: expected a positive number"),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Settings shared by every engine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchSettings {
+    pub budget: Budget,
+    /// Seeds the search's randomness, and the trainings: trial `i` trains with seed
+    /// `seed * 1000 + i`.
+    pub seed: u64,
+    /// Stop early when a full-fidelity trial reaches this value (goal-aware: `>=` for `max`,
+    /// `<=` for `min`), e.g. accuracy 0.99 as in the study.
+    pub stop_at: Option<f64>,
+    /// Trials asked, and trained, at once (workers). At least 1.
+    pub parallel: usize,
+    /// The faulty config's mean training time in seconds that [`Budget::TimeMultiple`]
+    /// multiplies; `None`: the duration of trial 0 (the faulty config's search training).
+    pub time_ref_s: Option<f64>,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        SearchSettings {
+            budget: Budget::TimeMultiple(20.0),
+            seed: 0,
+            stop_at: None,
+            parallel: 1,
+            time_ref_s: None,
+        }
+    }
+}
+
+impl SearchSettings {
+    /// Checks the settings.
+    pub fn check(&self) -> Result<(), RepairError> {
+        self.budget.check()?;
+        if self.parallel == 0 {
+            return Err(RepairError::Settings("parallel = 0: expected at least 1 worker".into()));
+        }
+        if let Some(t) = self.time_ref_s
+            && !(t.is_finite() && t > 0.0)
+        {
+            return Err(RepairError::Settings(format!(
+                "time_ref_s = {t}: expected a positive number of seconds"
+            )));
+        }
+        if self.stop_at.is_some_and(|x| !x.is_finite()) {
+            return Err(RepairError::Settings("stop_at must be a finite number".into()));
+        }
+        Ok(())
+    }
+}
+
+/// A time budget stops after this many trials whatever the durations say (a guard against an
+/// objective that reports zero durations).
+pub const MAX_TIME_TRIALS: usize = 1000;
+
+/// Spends a budget: counts trials and the sum of their durations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Meter {
+    budget: Budget,
+    /// Seconds the time budget allows (set from the faulty trial for a time multiple).
+    pub limit_s: Option<f64>,
+    pub spent_s: f64,
+    pub trials: usize,
+}
+
+impl Meter {
+    pub fn new(budget: Budget) -> Self {
+        Meter {
+            budget,
+            limit_s: None,
+            spent_s: 0.0,
+            trials: 0,
+        }
+    }
+
+    /// Records one trial of `duration_s` seconds.
+    pub fn spend(&mut self, duration_s: f64) {
+        self.trials += 1;
+        if duration_s.is_finite() && duration_s > 0.0 {
+            self.spent_s += duration_s;
+        }
+    }
+
+    /// Charges `duration_s` seconds of training that is not a trial (a rules engine's trace).
+    pub fn charge(&mut self, duration_s: f64) {
+        if duration_s.is_finite() && duration_s > 0.0 {
+            self.spent_s += duration_s;
+        }
+    }
+
+    /// Sets the time limit from the faulty config's mean training time (called after trial 0).
+    pub fn set_reference(&mut self, faulty_s: f64) -> Result<(), RepairError> {
+        if let Budget::TimeMultiple(m) = self.budget {
+            if !(faulty_s.is_finite() && faulty_s > 0.0) {
+                return Err(RepairError::Settings(format!(
+                    "a time budget needs the faulty config's training time, but it took {faulty_s} s; \
+                     give time_ref_s or a number of trials"
+                )));
+            }
+            self.limit_s = Some(m * faulty_s);
+        }
+        Ok(())
+    }
+
+    /// How many more trials may start now (a whole batch may overshoot a time budget: a trial
+    /// that starts within the budget is finished, as in the study).
+    pub fn allowance(&self, want: usize) -> usize {
+        match self.budget {
+            Budget::Trials(n) => want.min(n.saturating_sub(self.trials)),
+            Budget::TimeMultiple(_) => match self.limit_s {
+                _ if self.trials >= MAX_TIME_TRIALS => 0,
+                Some(l) if self.spent_s < l => want.min(MAX_TIME_TRIALS - self.trials),
+                Some(_) => 0,
+                None => want,
+            },
+        }
+    }
+
+    pub fn exhausted(&self) -> bool {
+        self.allowance(1) == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_parse() {
+        assert_eq!("20x".parse::<Budget>().unwrap(), Budget::TimeMultiple(20.0));
+        assert_eq!(" 2.5× ".parse::<Budget>().unwrap(), Budget::TimeMultiple(2.5));
+        assert_eq!("50".parse::<Budget>().unwrap(), Budget::Trials(50));
+        for bad in ["0", "0x", "-1x", "x", "abc", "1.5"] {
+            assert!(bad.parse::<Budget>().is_err(), "{bad}");
+        }
+        assert_eq!(Budget::TimeMultiple(10.0).to_string(), "10x");
+    }
+
+    #[test]
+    fn meter_counts_trials_and_time() {
+        let mut m = Meter::new(Budget::Trials(3));
+        assert_eq!(m.allowance(5), 3);
+        m.spend(1.0);
+        m.spend(f64::NAN);
+        assert_eq!(m.allowance(5), 1);
+        assert_eq!(m.spent_s, 1.0);
+        m.spend(1.0);
+        assert!(m.exhausted());
+
+        let mut t = Meter::new(Budget::TimeMultiple(2.0));
+        t.spend(1.5);
+        t.set_reference(1.5).unwrap();
+        assert_eq!(t.limit_s, Some(3.0));
+        assert_eq!(t.allowance(4), 4);
+        t.spend(1.0);
+        assert!(!t.exhausted());
+        t.spend(0.5);
+        assert!(t.exhausted());
+        assert!(Meter::new(Budget::TimeMultiple(2.0)).set_reference(0.0).is_err());
+    }
+}

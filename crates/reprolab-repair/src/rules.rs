@@ -1,0 +1,417 @@
+//! AutoTrainer-style rule-based repair (reference §8): trace the faulty config, detect its
+//! symptoms ([`crate::symptoms`]), and try AutoTrainer's fixes in its order, mapped onto the
+//! subject's search space. A fix whose parameter or value is not in the space is skipped with a
+//! note (batch normalisation, gradient clipping, momentum, … are not hyperparameters of the
+//! study's configs).
+//!
+//! Unlike AutoTrainer, which keeps training the already-trained model, every fix is validated
+//! by retraining FROM SCRATCH: one training on the search split, kept only if better than the
+//! best config so far (which starts as the faulty one). From an accepted fix the config is
+//! traced again and the search continues greedily from it, until the budget is spent, no
+//! symptom remains, or no fix of any remaining symptom helps. Each trace is charged to a time
+//! budget as one training of the traced config (its measured duration).
+
+use std::collections::BTreeSet;
+
+use reprolab_core::{Config, FaultType, Param, ParamKind, SearchSpace, Subject};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::budget::SearchSettings;
+use crate::space::{float_value, round_sig};
+use crate::study::{SearchResult, Stop, finish, reached, run_trials, start};
+use crate::symptoms::{Symptom, SymptomKind, detect, parse_trace};
+use crate::{Objective, RepairError, Trial};
+
+/// One fix that was trained.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// The symptom it addresses (`vanishing_gradient`, …).
+    pub symptom: String,
+    /// What it changes, e.g. `act0=selu, act1=selu`.
+    pub fix: String,
+    pub trial: Trial,
+    /// Whether it beat the best config so far and was kept.
+    pub accepted: bool,
+}
+
+/// What the rules engine did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RulesResult {
+    /// The faulty config's symptoms, in the order they are treated.
+    pub symptoms: Vec<Symptom>,
+    /// The symptoms of the last trace (of the best config); empty when repaired.
+    pub remaining: Vec<Symptom>,
+    pub attempts: Vec<Attempt>,
+    /// Fixes skipped (not in the space, no change, already tried) and other remarks.
+    pub notes: Vec<String>,
+    /// The trials (faulty first, then every attempt) with engine `rules`.
+    pub result: SearchResult,
+    /// The faulty config's trace shows no symptom at all (nothing was tried).
+    pub no_symptom: bool,
+}
+
+/// A concrete fix: a description and the values it sets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fix {
+    pub description: String,
+    pub changes: Vec<(String, Value)>,
+}
+
+/// How a fix is expressed before it meets the space and the current config.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    /// Set the activation of every hidden layer.
+    HiddenAct(&'static str),
+    /// Set the kernel initialiser of every layer.
+    Init(&'static str),
+    Optimizer(&'static str),
+    /// Multiply the learning rate.
+    LrTimes(f64),
+    /// The learning rate for the current optimiser: `sgd` gets `sgd`, others `other`.
+    LrFor { sgd: f64, other: f64 },
+    BatchSize(i64),
+    /// A fix AutoTrainer applies that is no hyperparameter of a config.
+    Unavailable(&'static str),
+}
+
+/// AutoTrainer's repair order per symptom (reference §8).
+fn steps(kind: SymptomKind) -> Vec<Step> {
+    use Step::*;
+    match kind {
+        SymptomKind::VanishingGradient => vec![
+            HiddenAct("selu"),
+            HiddenAct("relu"),
+            Unavailable("batch normalisation"),
+        ],
+        SymptomKind::ExplodingGradient | SymptomKind::NanLoss => vec![
+            HiddenAct("selu"),
+            HiddenAct("relu"),
+            Unavailable("gradient clipping (2 tries)"),
+            HiddenAct("tanh"),
+            Unavailable("batch normalisation"),
+            LrTimes(0.1),
+        ],
+        SymptomKind::DyingRelu => vec![
+            HiddenAct("selu"),
+            Unavailable("batch normalisation"),
+            Init("he_uniform"),
+            Init("he_normal"),
+            Init("glorot_uniform"),
+            HiddenAct("leaky_relu"),
+        ],
+        SymptomKind::Unstable => vec![
+            Optimizer("adam"),
+            LrTimes(0.1),
+            LrTimes(0.01),
+            LrTimes(0.001),
+            Unavailable("ReduceLROnPlateau"),
+            BatchSize(32),
+            BatchSize(64),
+            BatchSize(128),
+            BatchSize(256),
+            Unavailable("momentum (3 tries)"),
+            Unavailable("Gaussian noise"),
+            Init("he_uniform"),
+            Init("he_normal"),
+            Init("glorot_uniform"),
+        ],
+        SymptomKind::NotConverging => vec![
+            Optimizer("adam"),
+            Optimizer("rmsprop"),
+            Optimizer("sgd"),
+            LrFor {
+                sgd: 0.01,
+                other: 0.001,
+            },
+            LrFor {
+                sgd: 0.1,
+                other: 0.01,
+            },
+            LrFor {
+                sgd: 1.0,
+                other: 0.1,
+            },
+            Init("he_uniform"),
+            Init("he_normal"),
+            Init("glorot_uniform"),
+        ],
+    }
+}
+
+fn is_kind(p: &Param, fault: FaultType, prefix: &str) -> bool {
+    p.fault == Some(fault) || (p.fault.is_none() && p.name.starts_with(prefix))
+}
+
+/// The activation parameters of the hidden layers: every `ACH` (or `act*`) parameter but the
+/// one of the highest layer, which is taken as the output layer.
+pub fn hidden_acts(space: &SearchSpace) -> Vec<&Param> {
+    let acts: Vec<&Param> = space
+        .iter()
+        .filter(|p| is_kind(p, FaultType::ACH, "act"))
+        .collect();
+    let layer = |p: &Param| p.layer.map(i64::from).unwrap_or_else(|| {
+        p.name.trim_start_matches(|c: char| !c.is_ascii_digit()).parse().unwrap_or(-1)
+    });
+    let Some(out) = acts.iter().map(|p| layer(p)).max() else {
+        return Vec::new();
+    };
+    if acts.len() < 2 {
+        return Vec::new();
+    }
+    acts.into_iter().filter(|p| layer(p) != out).collect()
+}
+
+fn find<'s>(space: &'s SearchSpace, name: &str, fault: FaultType) -> Option<&'s Param> {
+    space.get(name).or_else(|| space.with_fault(fault).next())
+}
+
+fn numeric_value(p: &Param, x: f64) -> Option<Value> {
+    let v = match &p.kind {
+        ParamKind::Float { low, high } | ParamKind::LogFloat { low, high } => {
+            if !(x >= *low && x <= *high) {
+                return None;
+            }
+            float_value(x, *low, *high)
+        }
+        _ => p.normalize(&Value::from(round_sig(x, 4)))?,
+    };
+    p.contains(&v).then_some(v)
+}
+
+/// The fix of `step` for `config`, or why it is skipped.
+fn resolve(step: &Step, space: &SearchSpace, config: &Config) -> Result<Fix, String> {
+    let set_all = |params: Vec<&Param>, value: &str, what: &str| -> Result<Fix, String> {
+        if params.is_empty() {
+            return Err(format!("{what}={value}: the space has no such parameter"));
+        }
+        let v = Value::from(value);
+        let (ok, missing): (Vec<&Param>, Vec<&Param>) =
+            params.into_iter().partition(|p| p.contains(&v));
+        if ok.is_empty() {
+            let names: Vec<&str> = missing.iter().map(|p| p.name.as_str()).collect();
+            return Err(format!(
+                "{what}={value}: {value:?} is not a value of {}",
+                names.join(", ")
+            ));
+        }
+        let changes: Vec<(String, Value)> = ok.iter().map(|p| (p.name.clone(), v.clone())).collect();
+        Ok(Fix {
+            description: changes
+                .iter()
+                .map(|(k, _)| format!("{k}={value}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            changes,
+        })
+    };
+    let lr_param = || {
+        find(space, "lr", FaultType::HLR).ok_or_else(|| "the space has no learning rate".to_string())
+    };
+    let set_lr = |p: &Param, x: f64, why: String| -> Result<Fix, String> {
+        let v = numeric_value(p, x)
+            .ok_or_else(|| format!("{why}: {} is outside {}", round_sig(x, 4), p.describe_domain()))?;
+        Ok(Fix {
+            description: format!("{}={} ({why})", p.name, crate::space::round_sig(v.as_f64().unwrap_or(x), 4)),
+            changes: vec![(p.name.clone(), v)],
+        })
+    };
+    match step {
+        Step::HiddenAct(a) => set_all(hidden_acts(space), a, "hidden activation"),
+        Step::Init(i) => set_all(
+            space.iter().filter(|p| is_kind(p, FaultType::WCI, "ki")).collect(),
+            i,
+            "kernel initialiser",
+        ),
+        Step::Optimizer(o) => set_all(
+            find(space, "optimizer", FaultType::OCH).into_iter().collect(),
+            o,
+            "optimizer",
+        ),
+        Step::BatchSize(b) => {
+            let p = find(space, "batch_size", FaultType::HBS)
+                .ok_or_else(|| "batch_size: the space has no batch size".to_string())?;
+            let v = Value::from(*b);
+            if !p.contains(&v) {
+                return Err(format!("{}={b}: not in {}", p.name, p.describe_domain()));
+            }
+            Ok(Fix {
+                description: format!("{}={b}", p.name),
+                changes: vec![(p.name.clone(), v)],
+            })
+        }
+        Step::LrTimes(f) => {
+            let p = lr_param()?;
+            let cur = config
+                .get(&p.name)
+                .and_then(Value::as_f64)
+                .ok_or_else(|| format!("{}: the config has no numeric value", p.name))?;
+            set_lr(p, cur * f, format!("×{f}"))
+        }
+        Step::LrFor { sgd, other } => {
+            let p = lr_param()?;
+            let opt = find(space, "optimizer", FaultType::OCH)
+                .and_then(|o| config.get(&o.name))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let x = if opt.eq_ignore_ascii_case("sgd") { *sgd } else { *other };
+            set_lr(p, x, format!("for {}", if opt.is_empty() { "the optimizer" } else { opt }))
+        }
+        Step::Unavailable(what) => Err(format!("{what}: not a hyperparameter of the space")),
+    }
+}
+
+/// The fixes AutoTrainer would try for a symptom, mapped onto `space` from `config`, with a
+/// note for each one skipped.
+pub fn fixes(kind: SymptomKind, space: &SearchSpace, config: &Config) -> Vec<Result<Fix, String>> {
+    steps(kind)
+        .iter()
+        .map(|s| {
+            let fix = resolve(s, space, config)?;
+            if fix
+                .changes
+                .iter()
+                .all(|(k, v)| config.get(k).is_some_and(|c| crate::space::same_value(c, v)))
+            {
+                return Err(format!("{}: already so", fix.description));
+            }
+            Ok(fix)
+        })
+        .collect()
+}
+
+async fn trace_symptoms<O: Objective>(
+    obj: &O,
+    config: &Config,
+    seed: u64,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Symptom>, RepairError> {
+    let trace = obj.trace(config, seed).await.map_err(RepairError::Objective)?;
+    if !trace.finished {
+        notes.push(format!(
+            "the trace (seed {seed}) did not finish; {} epoch(s) recorded",
+            trace.epochs.len()
+        ));
+    }
+    Ok(detect(&parse_trace(&trace.epochs)))
+}
+
+/// The rules engine (see the module documentation).
+pub async fn rules<O: Objective>(
+    obj: &O,
+    subject: &Subject,
+    s: &SearchSettings,
+) -> Result<RulesResult, RepairError> {
+    let goal = subject.metric.goal;
+    let (t0, mut meter) = start(obj, subject, s).await?;
+    let mut notes = Vec::new();
+    let symptoms = trace_symptoms(obj, &subject.config, t0.seed, &mut notes).await?;
+    meter.charge(t0.duration_s);
+    let mut trials = vec![t0.clone()];
+    if symptoms.is_empty() {
+        return Ok(RulesResult {
+            symptoms: Vec::new(),
+            remaining: Vec::new(),
+            attempts: Vec::new(),
+            notes,
+            result: finish("rules", subject, trials, &meter, Stop::NoSymptom),
+            no_symptom: true,
+        });
+    }
+    let mut best = t0;
+    let mut current = symptoms.clone();
+    let mut attempts: Vec<Attempt> = Vec::new();
+    let mut tried: BTreeSet<String> = BTreeSet::from([subject.config.canonical_json()]);
+    let mut stop = reached(goal, s.stop_at, &best).then_some(Stop::StopAt);
+    'rounds: while stop.is_none() {
+        let mut accepted = false;
+        'symptoms: for sym in &current {
+            let mut todo: Vec<(Fix, Config)> = Vec::new();
+            for f in fixes(sym.kind, &subject.space, &best.config) {
+                match f {
+                    Err(note) => notes.push(format!("{}: skipped {note}", sym.name)),
+                    Ok(fix) => {
+                        let mut cand = best.config.clone();
+                        for (k, v) in &fix.changes {
+                            cand.insert(k.clone(), v.clone());
+                        }
+                        if tried.insert(cand.canonical_json()) {
+                            todo.push((fix, cand));
+                        } else {
+                            notes.push(format!("{}: skipped {}: already tried", sym.name, fix.description));
+                        }
+                    }
+                }
+            }
+            // Fixes in AutoTrainer's order, `parallel` at a time; the first better one wins.
+            let mut queue = todo.into_iter();
+            loop {
+                let k = meter.allowance(s.parallel);
+                if k == 0 {
+                    stop = Some(Stop::Budget);
+                    break 'rounds;
+                }
+                let batch: Vec<(Fix, Config)> = queue.by_ref().take(k).collect();
+                if batch.is_empty() {
+                    break;
+                }
+                let items = batch
+                    .iter()
+                    .enumerate()
+                    .map(|(j, (_, c))| (trials.len() + j, c.clone(), None))
+                    .collect();
+                let mut winner: Option<Trial> = None;
+                for ((fix, _), t) in batch.into_iter().zip(run_trials(obj, s.seed, items).await?) {
+                    meter.spend(t.duration_s);
+                    let better = winner.is_none()
+                        && t.value.is_some_and(|v| best.value.is_none_or(|b| goal.better(v, b)));
+                    if better {
+                        winner = Some(t.clone());
+                    }
+                    if reached(goal, s.stop_at, &t) {
+                        stop = Some(Stop::StopAt);
+                    }
+                    attempts.push(Attempt {
+                        symptom: sym.name.clone(),
+                        fix: fix.description,
+                        trial: t.clone(),
+                        accepted: better,
+                    });
+                    trials.push(t);
+                }
+                if let Some(w) = winner {
+                    best = w;
+                    accepted = true;
+                    if stop.is_some() {
+                        break 'rounds;
+                    }
+                    break 'symptoms;
+                }
+                if stop.is_some() {
+                    break 'rounds;
+                }
+            }
+        }
+        if !accepted {
+            stop = Some(Stop::NoFix);
+            break;
+        }
+        if meter.exhausted() {
+            stop = Some(Stop::Budget);
+            break;
+        }
+        current = trace_symptoms(obj, &best.config, best.seed, &mut notes).await?;
+        meter.charge(best.duration_s);
+        if current.is_empty() {
+            stop = Some(Stop::Repaired);
+        }
+    }
+    Ok(RulesResult {
+        symptoms,
+        remaining: current,
+        attempts,
+        notes,
+        result: finish("rules", subject, trials, &meter, stop.unwrap_or(Stop::Budget)),
+        no_symptom: false,
+    })
+}

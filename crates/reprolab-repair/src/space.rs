@@ -1,0 +1,218 @@
+//! Sampling one hyperparameter of a search space, the numeric transforms the TPE works in, and
+//! applying a patch to a config.
+
+use reprolab_core::{Config, Param, ParamKind, SearchSpace};
+use serde_json::Value;
+
+use crate::rng::Rng;
+
+/// Significant digits kept by sampled floats (readable patches; 0.05% resolution).
+pub const FLOAT_DIGITS: i32 = 4;
+
+/// `x` rounded to `digits` significant digits.
+pub fn round_sig(x: f64, digits: i32) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(digits - 1 - x.abs().log10().floor() as i32);
+    let r = (x * scale).round() / scale;
+    if r.is_finite() { r } else { x }
+}
+
+/// A float as a JSON number, rounded to [`FLOAT_DIGITS`] and clamped to `[low, high]`.
+pub fn float_value(x: f64, low: f64, high: f64) -> Value {
+    let r = round_sig(x, FLOAT_DIGITS).clamp(low, high);
+    serde_json::Number::from_f64(r).map_or(Value::Null, Value::Number)
+}
+
+/// A uniform draw from the parameter's domain: a choice uniformly, an integer uniformly, a
+/// `float` uniformly (the study's `lr ~ uniform(1e-6, 10)`), a `log-float` log-uniformly.
+pub fn sample_uniform(param: &Param, rng: &mut Rng) -> Value {
+    match &param.kind {
+        ParamKind::Choice { values } => values[rng.below(values.len())].clone(),
+        ParamKind::Int { low, high } => Value::from(rng.int(*low, *high)),
+        ParamKind::Float { low, high } => float_value(rng.uniform(*low, *high), *low, *high),
+        ParamKind::LogFloat { low, high } => {
+            let x = rng.uniform(low.ln(), high.ln()).exp();
+            float_value(x, *low, *high)
+        }
+    }
+}
+
+/// A config with a uniform draw for every parameter of the space, in space order.
+pub fn sample_config(space: &SearchSpace, rng: &mut Rng) -> Config {
+    space
+        .iter()
+        .map(|p| (p.name.clone(), sample_uniform(p, rng)))
+        .collect()
+}
+
+/// How the TPE sees a numeric parameter: an interval in its working scale.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NumDomain {
+    /// Bounds in the working scale (log for `log`; ±0.5 around the integer bounds for `int`).
+    pub lo: f64,
+    pub hi: f64,
+    /// Works on `ln(x)`: `log-float`, and `float` spanning more than 3 decades (`lr` in
+    /// `[1e-6, 10]`).
+    pub log: bool,
+    /// Rounds back to an integer.
+    pub int: bool,
+}
+
+/// Floats whose `high / low` exceeds this are modelled in log space by the TPE.
+pub const LOG_SPAN: f64 = 1e3;
+
+impl NumDomain {
+    /// The numeric domain of an `int`, `float` or `log-float` parameter; `None` for choices.
+    pub fn of(param: &Param) -> Option<NumDomain> {
+        match &param.kind {
+            ParamKind::Choice { .. } => None,
+            ParamKind::Int { low, high } => Some(NumDomain {
+                lo: *low as f64 - 0.5,
+                hi: *high as f64 + 0.5,
+                log: false,
+                int: true,
+            }),
+            ParamKind::Float { low, high } => {
+                let log = *low > 0.0 && *high / *low > LOG_SPAN;
+                Some(if log {
+                    NumDomain {
+                        lo: low.ln(),
+                        hi: high.ln(),
+                        log,
+                        int: false,
+                    }
+                } else {
+                    NumDomain {
+                        lo: *low,
+                        hi: *high,
+                        log,
+                        int: false,
+                    }
+                })
+            }
+            ParamKind::LogFloat { low, high } => Some(NumDomain {
+                lo: low.ln(),
+                hi: high.ln(),
+                log: true,
+                int: false,
+            }),
+        }
+    }
+
+    /// A config value in the working scale (`None` when not a usable number).
+    pub fn to_internal(&self, v: &Value) -> Option<f64> {
+        let x = v.as_f64()?;
+        let y = if self.log {
+            if x > 0.0 { x.ln() } else { return None }
+        } else {
+            x
+        };
+        y.is_finite().then_some(y.clamp(self.lo, self.hi))
+    }
+
+    /// A working-scale point back as a config value of `param`, inside its domain.
+    pub fn to_value(&self, y: f64, param: &Param) -> Value {
+        match &param.kind {
+            ParamKind::Int { low, high } => Value::from((y.round() as i64).clamp(*low, *high)),
+            ParamKind::Float { low, high } | ParamKind::LogFloat { low, high } => {
+                let x = if self.log { y.exp() } else { y };
+                float_value(x, *low, *high)
+            }
+            ParamKind::Choice { .. } => unreachable!("choices have no numeric domain"),
+        }
+    }
+}
+
+/// Whether two config values are the same hyperparameter value: numbers by value (`1` and
+/// `1.0` are the same learning rate), anything else by JSON equality.
+pub fn same_value(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) if a.is_number() && b.is_number() => x == y,
+        _ => a == b,
+    }
+}
+
+/// The index of `v` among a choice's values.
+pub fn choice_index(values: &[Value], v: &Value) -> Option<usize> {
+    values
+        .iter()
+        .position(|c| c == v)
+        .or_else(|| values.iter().position(|c| same_value(c, v)))
+}
+
+/// `faulty` with the values of `patch` set: keys of `faulty` keep their order, keys only in
+/// `patch` go last. A partial patch (just the changed keys) gives the full patched config.
+pub fn apply_patch(faulty: &Config, patch: &Config) -> Config {
+    let mut out = faulty.clone();
+    for (k, v) in patch.iter() {
+        out.insert(k.clone(), v.clone());
+    }
+    out
+}
+
+/// Number of keys whose values differ between `a` and `b` (see [`same_value`]).
+pub fn changed_count(a: &Config, b: &Config) -> usize {
+    crate::metrics::patch_diff(a, b).len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn p(kind: ParamKind) -> Param {
+        Param {
+            name: "x".into(),
+            kind,
+            fault: None,
+            layer: None,
+        }
+    }
+
+    #[test]
+    fn rounding_keeps_four_digits() {
+        assert_eq!(round_sig(0.000123456, 4), 0.0001235);
+        assert_eq!(round_sig(9.99996, 4), 10.0);
+        assert_eq!(round_sig(-1234.5, 2), -1200.0);
+        assert_eq!(round_sig(0.0, 4), 0.0);
+        assert_eq!(float_value(1.0000004e-6, 1.0000003e-6, 10.0), json!(1.0000003e-6));
+    }
+
+    #[test]
+    fn domains_and_transforms() {
+        let lr = p(ParamKind::Float {
+            low: 1e-6,
+            high: 10.0,
+        });
+        let d = NumDomain::of(&lr).unwrap();
+        assert!(d.log && !d.int);
+        let y = d.to_internal(&json!(0.001)).unwrap();
+        assert!((y - 0.001f64.ln()).abs() < 1e-12);
+        assert_eq!(d.to_value(y, &lr), json!(0.001));
+        let narrow = p(ParamKind::Float {
+            low: 0.1,
+            high: 0.9,
+        });
+        assert!(!NumDomain::of(&narrow).unwrap().log);
+        let int = p(ParamKind::Int { low: 0, high: 2 });
+        let d = NumDomain::of(&int).unwrap();
+        assert_eq!((d.lo, d.hi), (-0.5, 2.5));
+        assert_eq!(d.to_value(2.49, &int), json!(2));
+        assert_eq!(d.to_value(7.0, &int), json!(2));
+        assert!(NumDomain::of(&p(ParamKind::Choice { values: vec![json!(1)] })).is_none());
+    }
+
+    #[test]
+    fn values_compare_by_number() {
+        assert!(same_value(&json!(1), &json!(1.0)));
+        assert!(!same_value(&json!("1"), &json!(1)));
+        assert_eq!(choice_index(&[json!(16), json!(32)], &json!(32.0)), Some(1));
+        let faulty: Config = serde_json::from_value(json!({"a": 1, "b": "x"})).unwrap();
+        let patch: Config = serde_json::from_value(json!({"b": "y"})).unwrap();
+        let full = apply_patch(&faulty, &patch);
+        assert_eq!(full.to_string(), r#"{"a":1,"b":"y"}"#);
+        assert_eq!(changed_count(&faulty, &full), 1);
+    }
+}

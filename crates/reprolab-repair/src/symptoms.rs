@@ -1,0 +1,360 @@
+//! AutoTrainer's training-trace checks (reference §8) over the per-epoch trace records of
+//! `docs/architecture.md`. Gradient statistics come from the first batch of each epoch, so a
+//! check that holds in any epoch counts, as AutoTrainer's periodic checks would see it.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One layer of a trace record; absent or non-numeric fields are `None`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct LayerRecord {
+    pub name: String,
+    pub kind: String,
+    pub act: Option<String>,
+    pub weight_norm: Option<f64>,
+    pub grad_norm: Option<f64>,
+    pub grad_zero_frac: Option<f64>,
+    pub dead_frac: Option<f64>,
+    pub saturated_frac: Option<f64>,
+    pub mean_abs_out: Option<f64>,
+}
+
+/// One epoch of a trace.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct EpochRecord {
+    pub epoch: Option<u64>,
+    pub loss: Option<f64>,
+    pub acc: Option<f64>,
+    pub val_loss: Option<f64>,
+    pub val_acc: Option<f64>,
+    /// A NaN appeared in this epoch (the record's `nan` flag).
+    pub nan: bool,
+    pub layers: Vec<LayerRecord>,
+}
+
+/// A number from a trace: JSON numbers, and the strings `nan`, `inf`, `-inf` (how a NaN may
+/// be written when JSON cannot hold it).
+fn num(v: Option<&Value>) -> Option<f64> {
+    match v? {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "nan" => Some(f64::NAN),
+            "inf" | "+inf" | "infinity" => Some(f64::INFINITY),
+            "-inf" | "-infinity" => Some(f64::NEG_INFINITY),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn text(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Reads trace records leniently: fields that are missing or of the wrong type are `None`;
+/// records that are not objects are skipped.
+pub fn parse_trace(epochs: &[Value]) -> Vec<EpochRecord> {
+    epochs
+        .iter()
+        .filter(|e| e.is_object())
+        .map(|e| EpochRecord {
+            epoch: e.get("epoch").and_then(Value::as_u64),
+            loss: num(e.get("loss")),
+            acc: num(e.get("acc")),
+            val_loss: num(e.get("val_loss")),
+            val_acc: num(e.get("val_acc")),
+            nan: e.get("nan").and_then(Value::as_bool).unwrap_or(false),
+            layers: e
+                .get("layers")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|l| l.is_object())
+                .map(|l| LayerRecord {
+                    name: text(l.get("name")).unwrap_or_default(),
+                    kind: text(l.get("kind")).unwrap_or_default(),
+                    act: text(l.get("act")),
+                    weight_norm: num(l.get("weight_norm")),
+                    grad_norm: num(l.get("grad_norm")),
+                    grad_zero_frac: num(l.get("grad_zero_frac")),
+                    dead_frac: num(l.get("dead_frac")),
+                    saturated_frac: num(l.get("saturated_frac")),
+                    mean_abs_out: num(l.get("mean_abs_out")),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// The problems AutoTrainer looks for, in the order its repairs are tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SymptomKind {
+    /// `‖g_first‖ / ‖g_last‖ < 1e-3` and `‖g_first‖ < 1e-4`.
+    VanishingGradient,
+    /// `‖g_first‖ / ‖g_last‖ > 70`, or a non-finite gradient norm.
+    ExplodingGradient,
+    /// A NaN in training, or a loss `≥ 1e3` (repaired as an exploding gradient).
+    NanLoss,
+    /// A ReLU layer with `grad_zero_frac ≥ 0.7` or `dead_frac ≥ 0.7`.
+    DyingRelu,
+    /// The accuracy curve oscillates: pairs of adjacent local extrema differing by `≥ 0.03`
+    /// number at least `0.2 ×` the epochs.
+    Unstable,
+    /// Slow convergence: maximal train (and validation) accuracy `< 0.6` and no epoch gains
+    /// `≥ 0.01`.
+    NotConverging,
+}
+
+impl SymptomKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SymptomKind::VanishingGradient => "vanishing_gradient",
+            SymptomKind::ExplodingGradient => "exploding_gradient",
+            SymptomKind::NanLoss => "nan_loss",
+            SymptomKind::DyingRelu => "dying_relu",
+            SymptomKind::Unstable => "unstable",
+            SymptomKind::NotConverging => "not_converging",
+        }
+    }
+}
+
+impl fmt::Display for SymptomKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A detected symptom and what showed it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Symptom {
+    pub kind: SymptomKind,
+    /// `kind` as text (`vanishing_gradient`, …).
+    pub name: String,
+    /// The numbers that triggered it, for humans.
+    pub evidence: String,
+}
+
+impl Symptom {
+    fn new(kind: SymptomKind, evidence: String) -> Self {
+        Symptom {
+            kind,
+            name: kind.as_str().to_string(),
+            evidence,
+        }
+    }
+}
+
+/// AutoTrainer's thresholds (reference §8; slow convergence with its reproduction's 0.6).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Thresholds {
+    pub vanish_ratio: f64,
+    pub vanish_first: f64,
+    pub explode_ratio: f64,
+    pub dying_frac: f64,
+    pub oscillation_delta: f64,
+    pub oscillation_rate: f64,
+    pub slow_acc: f64,
+    pub slow_gain: f64,
+    pub big_loss: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            vanish_ratio: 1e-3,
+            vanish_first: 1e-4,
+            explode_ratio: 70.0,
+            dying_frac: 0.7,
+            oscillation_delta: 0.03,
+            oscillation_rate: 0.2,
+            slow_acc: 0.6,
+            slow_gain: 0.01,
+            big_loss: 1e3,
+        }
+    }
+}
+
+fn g(x: f64) -> String {
+    if x != 0.0 && (x.abs() < 1e-3 || x.abs() >= 1e4) {
+        format!("{x:.2e}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+fn epoch_no(r: &EpochRecord, i: usize) -> u64 {
+    r.epoch.unwrap_or(i as u64)
+}
+
+/// The symptoms a trace shows with the default thresholds, in [`SymptomKind`] order.
+pub fn detect(records: &[EpochRecord]) -> Vec<Symptom> {
+    detect_with(records, &Thresholds::default())
+}
+
+/// The symptoms a trace shows, in [`SymptomKind`] order (one per kind, with the first epoch
+/// that showed it).
+pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
+    let mut out: Vec<Symptom> = Vec::new();
+    let mut found = |kind: SymptomKind, evidence: String| {
+        if !out.iter().any(|s| s.kind == kind) {
+            out.push(Symptom::new(kind, evidence));
+        }
+    };
+    for (i, r) in records.iter().enumerate() {
+        let e = epoch_no(r, i);
+        let grads: Vec<(&LayerRecord, f64)> = r
+            .layers
+            .iter()
+            .filter_map(|l| l.grad_norm.map(|gn| (l, gn)))
+            .collect();
+        if let Some((l, gn)) = grads.iter().find(|(_, gn)| !gn.is_finite()) {
+            found(
+                SymptomKind::ExplodingGradient,
+                format!("epoch {e}: gradient norm of layer {} is {gn}", l.name),
+            );
+        }
+        if grads.len() >= 2 {
+            let (first, gf) = grads[0];
+            let (last, gl) = grads[grads.len() - 1];
+            let ratio = gf / gl;
+            if gf.is_finite() && gl.is_finite() && gl > 0.0 {
+                if ratio < th.vanish_ratio && gf < th.vanish_first {
+                    found(
+                        SymptomKind::VanishingGradient,
+                        format!(
+                            "epoch {e}: ‖g_first‖/‖g_last‖ = {} < {} and ‖g_first‖ = {} < {} (layers {} and {})",
+                            g(ratio),
+                            g(th.vanish_ratio),
+                            g(gf),
+                            g(th.vanish_first),
+                            first.name,
+                            last.name
+                        ),
+                    );
+                }
+                if ratio > th.explode_ratio {
+                    found(
+                        SymptomKind::ExplodingGradient,
+                        format!(
+                            "epoch {e}: ‖g_first‖/‖g_last‖ = {} > {} (layers {} and {})",
+                            g(ratio),
+                            th.explode_ratio,
+                            first.name,
+                            last.name
+                        ),
+                    );
+                }
+            }
+        }
+        if r.nan || r.loss.is_some_and(|l| l.is_nan()) {
+            found(SymptomKind::NanLoss, format!("epoch {e}: NaN in training"));
+        } else if let Some(l) = r.loss.filter(|l| !l.is_finite() || *l >= th.big_loss) {
+            found(
+                SymptomKind::NanLoss,
+                format!("epoch {e}: loss {} >= {}", g(l), g(th.big_loss)),
+            );
+        }
+        let has_act = r.layers.iter().any(|l| l.act.is_some());
+        let n = r.layers.len();
+        for (j, l) in r.layers.iter().enumerate() {
+            let relu = match &l.act {
+                Some(a) => a.eq_ignore_ascii_case("relu"),
+                None => !has_act && j + 1 < n,
+            };
+            if !relu {
+                continue;
+            }
+            for (what, frac) in [("grad_zero_frac", l.grad_zero_frac), ("dead_frac", l.dead_frac)] {
+                if let Some(f) = frac.filter(|f| *f >= th.dying_frac) {
+                    found(
+                        SymptomKind::DyingRelu,
+                        format!(
+                            "epoch {e}: layer {} (relu) has {what} = {} >= {}",
+                            l.name,
+                            g(f),
+                            th.dying_frac
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    for (curve, values) in [
+        ("acc", records.iter().map(|r| r.acc).collect::<Vec<_>>()),
+        ("val_acc", records.iter().map(|r| r.val_acc).collect()),
+    ] {
+        let xs: Vec<f64> = values.into_iter().flatten().filter(|x| x.is_finite()).collect();
+        let pairs = oscillations(&xs, th.oscillation_delta);
+        if xs.len() >= 4 && pairs as f64 >= th.oscillation_rate * xs.len() as f64 {
+            found(
+                SymptomKind::Unstable,
+                format!(
+                    "{curve} oscillates: {pairs} pairs of adjacent local extrema differ by >= {} over {} epochs",
+                    th.oscillation_delta,
+                    xs.len()
+                ),
+            );
+        }
+    }
+    let acc: Vec<f64> = records.iter().filter_map(|r| r.acc).filter(|x| x.is_finite()).collect();
+    let val: Vec<f64> = records
+        .iter()
+        .filter_map(|r| r.val_acc)
+        .filter(|x| x.is_finite())
+        .collect();
+    if acc.len() >= 2 {
+        let max_acc = acc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let max_val = val.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let best_gain = acc
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .fold(f64::NEG_INFINITY, f64::max);
+        if max_acc < th.slow_acc && max_val < th.slow_acc && best_gain < th.slow_gain {
+            found(
+                SymptomKind::NotConverging,
+                format!(
+                    "max acc {} < {}{} and the largest epoch gain {} < {}",
+                    g(max_acc),
+                    th.slow_acc,
+                    if val.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", max val_acc {}", g(max_val))
+                    },
+                    g(best_gain),
+                    th.slow_gain
+                ),
+            );
+        }
+    }
+    out.sort_by_key(|s| s.kind);
+    out
+}
+
+/// Pairs of adjacent interior local extrema (a peak then a trough, or back) that differ by at
+/// least `delta`. Plateaus count as one point.
+pub fn oscillations(xs: &[f64], delta: f64) -> usize {
+    let mut pts: Vec<f64> = Vec::with_capacity(xs.len());
+    for &x in xs {
+        if pts.last() != Some(&x) {
+            pts.push(x);
+        }
+    }
+    let extrema: Vec<f64> = (1..pts.len().saturating_sub(1))
+        .filter(|&i| {
+            (pts[i] > pts[i - 1] && pts[i] > pts[i + 1]) || (pts[i] < pts[i - 1] && pts[i] < pts[i + 1])
+        })
+        .map(|i| pts[i])
+        .collect();
+    extrema
+        .windows(2)
+        .filter(|w| (w[1] - w[0]).abs() >= delta - 1e-12)
+        .count()
+}
