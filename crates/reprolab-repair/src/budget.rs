@@ -35,7 +35,9 @@ impl FromStr for Budget {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim();
         let bad = || {
-            format!("budget {t:?}: expected a time multiple like \"20x\" or a number of trials like \"50\"")
+            format!(
+                "budget {t:?}: expected a time multiple like \"20x\" or a number of trials like \"50\""
+            )
         };
         if let Some(m) = t
             .strip_suffix('x')
@@ -102,7 +104,9 @@ impl SearchSettings {
     pub fn check(&self) -> Result<(), RepairError> {
         self.budget.check()?;
         if self.parallel == 0 {
-            return Err(RepairError::Settings("parallel = 0: expected at least 1 worker".into()));
+            return Err(RepairError::Settings(
+                "parallel = 0: expected at least 1 worker".into(),
+            ));
         }
         if let Some(t) = self.time_ref_s
             && !(t.is_finite() && t > 0.0)
@@ -112,7 +116,9 @@ impl SearchSettings {
             )));
         }
         if self.stop_at.is_some_and(|x| !x.is_finite()) {
-            return Err(RepairError::Settings("stop_at must be a finite number".into()));
+            return Err(RepairError::Settings(
+                "stop_at must be a finite number".into(),
+            ));
         }
         Ok(())
     }
@@ -197,7 +203,10 @@ mod tests {
     #[test]
     fn budgets_parse() {
         assert_eq!("20x".parse::<Budget>().unwrap(), Budget::TimeMultiple(20.0));
-        assert_eq!(" 2.5× ".parse::<Budget>().unwrap(), Budget::TimeMultiple(2.5));
+        assert_eq!(
+            " 2.5× ".parse::<Budget>().unwrap(),
+            Budget::TimeMultiple(2.5)
+        );
         assert_eq!("50".parse::<Budget>().unwrap(), Budget::Trials(50));
         for bad in ["0", "0x", "-1x", "x", "abc", "1.5"] {
             assert!(bad.parse::<Budget>().is_err(), "{bad}");
@@ -225,6 +234,10 @@ mod tests {
         assert!(!t.exhausted());
         t.spend(0.5);
         assert!(t.exhausted());
-        assert!(Meter::new(Budget::TimeMultiple(2.0)).set_reference(0.0).is_err());
+        assert!(
+            Meter::new(Budget::TimeMultiple(2.0))
+                .set_reference(0.0)
+                .is_err()
+        );
     }
 }

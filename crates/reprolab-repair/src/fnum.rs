@@ -96,7 +96,6 @@ pub mod samples {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use serde::{Deserialize, Serialize};

@@ -32,7 +32,12 @@ impl<F: Future> Future for JoinAll<F> {
         if pending {
             Poll::Pending
         } else {
-            Poll::Ready(this.outputs.iter_mut().map(|o| o.take().expect("each output set once")).collect())
+            Poll::Ready(
+                this.outputs
+                    .iter_mut()
+                    .map(|o| o.take().expect("each output set once"))
+                    .collect(),
+            )
         }
     }
 }

@@ -12,10 +12,10 @@
 //! * [`sampler`]: the ask/tell [`Sampler`] trait and [`RandomSampler`]; [`tpe`]: [`TpeSampler`].
 //! * [`budget`]: [`Budget`], [`SearchSettings`] and the meter that spends them.
 //! * [`study`]: the study loop [`search`]; [`mod@bohb`]: Hyperband + TPE ([`bohb()`]).
-//! * [`symptoms`]: AutoTrainer's training-trace checks; [`rules`]: its fixes, validated by
+//! * [`symptoms`]: AutoTrainer's training-trace checks; [`mod@rules`]: its fixes, validated by
 //!   retraining ([`rules()`]).
-//! * [`validate`]: [`validate()`] a patch on the holdout split (significance, IR, AJ, complexity).
-//! * [`minimize`]: [`minimize()`] a patch with Zeller's ddmin.
+//! * [`mod@validate`]: [`validate()`] a patch on the holdout split (significance, IR, AJ, complexity).
+//! * [`mod@minimize`]: [`minimize()`] a patch with Zeller's ddmin.
 //! * [`metrics`]: [`patch_diff`], [`ir`], [`complexity`], [`asymmetric_jaccard`].
 
 pub mod bohb;
@@ -48,11 +48,13 @@ pub use metrics::{
 };
 pub use minimize::{DdTest, Minimized, minimize};
 pub use rng::Rng;
-pub use rules::{Attempt, RulesResult, rules};
+pub use rules::{Attempt, Fix, RulesResult, fixes, rules};
 pub use sampler::{RandomSampler, Sampler};
 pub use space::apply_patch;
 pub use study::{SearchResult, Stop, search};
-pub use symptoms::{EpochRecord, LayerRecord, Symptom, SymptomKind, detect, parse_trace};
+pub use symptoms::{
+    EpochRecord, LayerRecord, Symptom, SymptomKind, Thresholds, detect, detect_with, parse_trace,
+};
 pub use tpe::TpeSampler;
 pub use validate::{Group, Validation, validate};
 

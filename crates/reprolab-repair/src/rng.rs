@@ -62,7 +62,7 @@ impl Rng {
     /// uniform when they are).
     pub fn weighted(&mut self, weights: &[f64]) -> usize {
         let total: f64 = weights.iter().filter(|w| w.is_finite() && **w > 0.0).sum();
-        if !(total > 0.0) {
+        if total.is_nan() || total <= 0.0 {
             return self.below(weights.len());
         }
         let mut x = self.f64() * total;
@@ -113,7 +113,10 @@ mod tests {
             counts[r.weighted(&[1.0, 0.0, 3.0])] += 1;
         }
         assert_eq!(counts[1], 0);
-        assert!((counts[2] as f64 / counts[0] as f64 - 3.0).abs() < 0.3, "{counts:?}");
+        assert!(
+            (counts[2] as f64 / counts[0] as f64 - 3.0).abs() < 0.3,
+            "{counts:?}"
+        );
         assert!(r.weighted(&[0.0, 0.0]) < 2);
     }
 }

@@ -69,7 +69,10 @@ enum Step {
     /// Multiply the learning rate.
     LrTimes(f64),
     /// The learning rate for the current optimiser: `sgd` gets `sgd`, others `other`.
-    LrFor { sgd: f64, other: f64 },
+    LrFor {
+        sgd: f64,
+        other: f64,
+    },
     BatchSize(i64),
     /// A fix AutoTrainer applies that is no hyperparameter of a config.
     Unavailable(&'static str),
@@ -150,9 +153,14 @@ pub fn hidden_acts(space: &SearchSpace) -> Vec<&Param> {
         .iter()
         .filter(|p| is_kind(p, FaultType::ACH, "act"))
         .collect();
-    let layer = |p: &Param| p.layer.map(i64::from).unwrap_or_else(|| {
-        p.name.trim_start_matches(|c: char| !c.is_ascii_digit()).parse().unwrap_or(-1)
-    });
+    let layer = |p: &Param| {
+        p.layer.map(i64::from).unwrap_or_else(|| {
+            p.name
+                .trim_start_matches(|c: char| !c.is_ascii_digit())
+                .parse()
+                .unwrap_or(-1)
+        })
+    };
     let Some(out) = acts.iter().map(|p| layer(p)).max() else {
         return Vec::new();
     };
@@ -195,7 +203,8 @@ fn resolve(step: &Step, space: &SearchSpace, config: &Config) -> Result<Fix, Str
                 names.join(", ")
             ));
         }
-        let changes: Vec<(String, Value)> = ok.iter().map(|p| (p.name.clone(), v.clone())).collect();
+        let changes: Vec<(String, Value)> =
+            ok.iter().map(|p| (p.name.clone(), v.clone())).collect();
         Ok(Fix {
             description: changes
                 .iter()
@@ -206,25 +215,40 @@ fn resolve(step: &Step, space: &SearchSpace, config: &Config) -> Result<Fix, Str
         })
     };
     let lr_param = || {
-        find(space, "lr", FaultType::HLR).ok_or_else(|| "the space has no learning rate".to_string())
+        find(space, "lr", FaultType::HLR)
+            .ok_or_else(|| "the space has no learning rate".to_string())
     };
     let set_lr = |p: &Param, x: f64, why: String| -> Result<Fix, String> {
-        let v = numeric_value(p, x)
-            .ok_or_else(|| format!("{why}: {} is outside {}", round_sig(x, 4), p.describe_domain()))?;
+        let v = numeric_value(p, x).ok_or_else(|| {
+            format!(
+                "{why}: {} is outside {}",
+                round_sig(x, 4),
+                p.describe_domain()
+            )
+        })?;
         Ok(Fix {
-            description: format!("{}={} ({why})", p.name, crate::space::round_sig(v.as_f64().unwrap_or(x), 4)),
+            description: format!(
+                "{}={} ({why})",
+                p.name,
+                reprolab_core::space::format_value(&v)
+            ),
             changes: vec![(p.name.clone(), v)],
         })
     };
     match step {
         Step::HiddenAct(a) => set_all(hidden_acts(space), a, "hidden activation"),
         Step::Init(i) => set_all(
-            space.iter().filter(|p| is_kind(p, FaultType::WCI, "ki")).collect(),
+            space
+                .iter()
+                .filter(|p| is_kind(p, FaultType::WCI, "ki"))
+                .collect(),
             i,
             "kernel initialiser",
         ),
         Step::Optimizer(o) => set_all(
-            find(space, "optimizer", FaultType::OCH).into_iter().collect(),
+            find(space, "optimizer", FaultType::OCH)
+                .into_iter()
+                .collect(),
             o,
             "optimizer",
         ),
@@ -254,8 +278,16 @@ fn resolve(step: &Step, space: &SearchSpace, config: &Config) -> Result<Fix, Str
                 .and_then(|o| config.get(&o.name))
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            let x = if opt.eq_ignore_ascii_case("sgd") { *sgd } else { *other };
-            set_lr(p, x, format!("for {}", if opt.is_empty() { "the optimizer" } else { opt }))
+            let x = if opt.eq_ignore_ascii_case("sgd") {
+                *sgd
+            } else {
+                *other
+            };
+            set_lr(
+                p,
+                x,
+                format!("for {}", if opt.is_empty() { "the optimizer" } else { opt }),
+            )
         }
         Step::Unavailable(what) => Err(format!("{what}: not a hyperparameter of the space")),
     }
@@ -268,11 +300,11 @@ pub fn fixes(kind: SymptomKind, space: &SearchSpace, config: &Config) -> Vec<Res
         .iter()
         .map(|s| {
             let fix = resolve(s, space, config)?;
-            if fix
-                .changes
-                .iter()
-                .all(|(k, v)| config.get(k).is_some_and(|c| crate::space::same_value(c, v)))
-            {
+            if fix.changes.iter().all(|(k, v)| {
+                config
+                    .get(k)
+                    .is_some_and(|c| crate::space::same_value(c, v))
+            }) {
                 return Err(format!("{}: already so", fix.description));
             }
             Ok(fix)
@@ -286,7 +318,10 @@ async fn trace_symptoms<O: Objective>(
     seed: u64,
     notes: &mut Vec<String>,
 ) -> Result<Vec<Symptom>, RepairError> {
-    let trace = obj.trace(config, seed).await.map_err(RepairError::Objective)?;
+    let trace = obj
+        .trace(config, seed)
+        .await
+        .map_err(RepairError::Objective)?;
     if !trace.finished {
         notes.push(format!(
             "the trace (seed {seed}) did not finish; {} epoch(s) recorded",
@@ -338,7 +373,10 @@ pub async fn rules<O: Objective>(
                         if tried.insert(cand.canonical_json()) {
                             todo.push((fix, cand));
                         } else {
-                            notes.push(format!("{}: skipped {}: already tried", sym.name, fix.description));
+                            notes.push(format!(
+                                "{}: skipped {}: already tried",
+                                sym.name, fix.description
+                            ));
                         }
                     }
                 }
@@ -364,7 +402,8 @@ pub async fn rules<O: Objective>(
                 for ((fix, _), t) in batch.into_iter().zip(run_trials(obj, s.seed, items).await?) {
                     meter.spend(t.duration_s);
                     let better = winner.is_none()
-                        && t.value.is_some_and(|v| best.value.is_none_or(|b| goal.better(v, b)));
+                        && t.value
+                            .is_some_and(|v| best.value.is_none_or(|b| goal.better(v, b)));
                     if better {
                         winner = Some(t.clone());
                     }
@@ -411,7 +450,13 @@ pub async fn rules<O: Objective>(
         remaining: current,
         attempts,
         notes,
-        result: finish("rules", subject, trials, &meter, stop.unwrap_or(Stop::Budget)),
+        result: finish(
+            "rules",
+            subject,
+            trials,
+            &meter,
+            stop.unwrap_or(Stop::Budget),
+        ),
         no_symptom: false,
     })
 }

@@ -28,7 +28,9 @@ pub struct RandomSampler {
 
 impl RandomSampler {
     pub fn new(seed: u64) -> Self {
-        RandomSampler { rng: Rng::new(seed) }
+        RandomSampler {
+            rng: Rng::new(seed),
+        }
     }
 }
 

@@ -177,7 +177,10 @@ mod tests {
         assert_eq!(round_sig(9.99996, 4), 10.0);
         assert_eq!(round_sig(-1234.5, 2), -1200.0);
         assert_eq!(round_sig(0.0, 4), 0.0);
-        assert_eq!(float_value(1.0000004e-6, 1.0000003e-6, 10.0), json!(1.0000003e-6));
+        assert_eq!(
+            float_value(1.0000004e-6, 1.0000003e-6, 10.0),
+            json!(1.0000003e-6)
+        );
     }
 
     #[test]
@@ -201,7 +204,12 @@ mod tests {
         assert_eq!((d.lo, d.hi), (-0.5, 2.5));
         assert_eq!(d.to_value(2.49, &int), json!(2));
         assert_eq!(d.to_value(7.0, &int), json!(2));
-        assert!(NumDomain::of(&p(ParamKind::Choice { values: vec![json!(1)] })).is_none());
+        assert!(
+            NumDomain::of(&p(ParamKind::Choice {
+                values: vec![json!(1)]
+            }))
+            .is_none()
+        );
     }
 
     #[test]

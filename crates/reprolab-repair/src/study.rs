@@ -52,7 +52,10 @@ pub struct SearchResult {
 impl SearchResult {
     /// The best trial's config when it differs from the faulty config.
     pub fn patch(&self) -> Option<&Config> {
-        self.best.as_ref().filter(|b| b.number != 0).map(|b| &b.config)
+        self.best
+            .as_ref()
+            .filter(|b| b.number != 0)
+            .map(|b| &b.config)
     }
 }
 
@@ -92,7 +95,10 @@ pub(crate) async fn run_trials<O: Objective>(
     seed: u64,
     items: Vec<(usize, Config, Option<u64>)>,
 ) -> Result<Vec<Trial>, RepairError> {
-    let seeds: Vec<[u64; 1]> = items.iter().map(|(n, _, _)| [trial_seed(seed, *n)]).collect();
+    let seeds: Vec<[u64; 1]> = items
+        .iter()
+        .map(|(n, _, _)| [trial_seed(seed, *n)])
+        .collect();
     let futures: Vec<_> = items
         .iter()
         .zip(&seeds)
@@ -100,7 +106,9 @@ pub(crate) async fn run_trials<O: Objective>(
         .collect();
     let results = join_all(futures).await;
     let mut out = Vec::with_capacity(items.len());
-    for ((number, config, epochs), (r, sd)) in items.into_iter().zip(results.into_iter().zip(&seeds)) {
+    for ((number, config, epochs), (r, sd)) in
+        items.into_iter().zip(results.into_iter().zip(&seeds))
+    {
         let runs = r.map_err(RepairError::Objective)?;
         let (value, duration_s) = runs.first().copied().ok_or_else(|| {
             RepairError::Objective("the objective returned no result for a seed".into())
@@ -109,7 +117,11 @@ pub(crate) async fn run_trials<O: Objective>(
             number,
             config,
             value: value.filter(|v| v.is_finite()),
-            duration_s: if duration_s.is_finite() { duration_s.max(0.0) } else { 0.0 },
+            duration_s: if duration_s.is_finite() {
+                duration_s.max(0.0)
+            } else {
+                0.0
+            },
             epochs,
             seed: sd[0],
         });

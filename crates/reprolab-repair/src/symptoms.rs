@@ -271,7 +271,10 @@ pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
             if !relu {
                 continue;
             }
-            for (what, frac) in [("grad_zero_frac", l.grad_zero_frac), ("dead_frac", l.dead_frac)] {
+            for (what, frac) in [
+                ("grad_zero_frac", l.grad_zero_frac),
+                ("dead_frac", l.dead_frac),
+            ] {
                 if let Some(f) = frac.filter(|f| *f >= th.dying_frac) {
                     found(
                         SymptomKind::DyingRelu,
@@ -290,7 +293,11 @@ pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
         ("acc", records.iter().map(|r| r.acc).collect::<Vec<_>>()),
         ("val_acc", records.iter().map(|r| r.val_acc).collect()),
     ] {
-        let xs: Vec<f64> = values.into_iter().flatten().filter(|x| x.is_finite()).collect();
+        let xs: Vec<f64> = values
+            .into_iter()
+            .flatten()
+            .filter(|x| x.is_finite())
+            .collect();
         let pairs = oscillations(&xs, th.oscillation_delta);
         if xs.len() >= 4 && pairs as f64 >= th.oscillation_rate * xs.len() as f64 {
             found(
@@ -303,7 +310,11 @@ pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
             );
         }
     }
-    let acc: Vec<f64> = records.iter().filter_map(|r| r.acc).filter(|x| x.is_finite()).collect();
+    let acc: Vec<f64> = records
+        .iter()
+        .filter_map(|r| r.acc)
+        .filter(|x| x.is_finite())
+        .collect();
     let val: Vec<f64> = records
         .iter()
         .filter_map(|r| r.val_acc)
@@ -349,7 +360,8 @@ pub fn oscillations(xs: &[f64], delta: f64) -> usize {
     }
     let extrema: Vec<f64> = (1..pts.len().saturating_sub(1))
         .filter(|&i| {
-            (pts[i] > pts[i - 1] && pts[i] > pts[i + 1]) || (pts[i] < pts[i - 1] && pts[i] < pts[i + 1])
+            (pts[i] > pts[i - 1] && pts[i] > pts[i + 1])
+                || (pts[i] < pts[i - 1] && pts[i] < pts[i + 1])
         })
         .map(|i| pts[i])
         .collect();

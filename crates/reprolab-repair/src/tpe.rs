@@ -33,7 +33,8 @@ pub struct TpeSampler {
     pub n_startup: usize,
     /// Draws from `l` scored per parameter (default 24).
     pub n_candidates: usize,
-    /// Fraction of the trials taken as "good" (default 0.15, rounded up, at least 1).
+    /// Fraction of the trials taken as "good" (default 0.25 as in hyperopt, rounded up, at
+    /// least 1).
     pub gamma: f64,
     /// At most this many good trials (default 25).
     pub max_good: usize,
@@ -48,7 +49,7 @@ impl TpeSampler {
             goal,
             n_startup: 10,
             n_candidates: 24,
-            gamma: 0.15,
+            gamma: 0.25,
             max_good: 25,
             prior_weight: 1.0,
         }
@@ -83,7 +84,11 @@ impl TpeSampler {
             .min(ok.len());
         let mut good: Vec<&Trial> = ok[..n_good].to_vec();
         let mut bad: Vec<&Trial> = ok[n_good..].to_vec();
-        bad.extend(history.iter().filter(|t| !t.value.is_some_and(f64::is_finite)));
+        bad.extend(
+            history
+                .iter()
+                .filter(|t| !t.value.is_some_and(f64::is_finite)),
+        );
         good.sort_by_key(|t| t.number);
         bad.sort_by_key(|t| t.number);
         Some((good, bad))
@@ -121,7 +126,11 @@ impl TpeSampler {
                 let mut best: Option<(f64, f64)> = None;
                 for _ in 0..self.n_candidates.max(1) {
                     let x = l.sample(&mut self.rng);
-                    let x = if d.int { x.round().clamp(d.lo + 0.5, d.hi - 0.5) } else { x };
+                    let x = if d.int {
+                        x.round().clamp(d.lo + 0.5, d.hi - 0.5)
+                    } else {
+                        x
+                    };
                     let score = l.log_pdf(x) - g.log_pdf(x);
                     if best.is_none_or(|(_, s)| score > s) {
                         best = Some((x, score));
@@ -208,6 +217,8 @@ pub struct Parzen {
     pub sigmas: Vec<f64>,
     /// Normalised mixture weights.
     pub weights: Vec<f64>,
+    /// Per kernel: `ln w − ln σ − ln √(2π) − ln(mass inside [lo, hi])`.
+    log_norm: Vec<f64>,
     lo: f64,
     hi: f64,
 }
@@ -220,7 +231,8 @@ impl Parzen {
         let n = obs.len();
         // Optuna's univariate bandwidths: sort the observations with the prior's mean, pad with
         // the bounds, σ = the larger gap to a neighbour; the outermost use their inner gap.
-        let mut all: Vec<(f64, usize)> = obs.iter().map(|o| o.0).chain([prior_mu]).zip(0..).collect();
+        let mut all: Vec<(f64, usize)> =
+            obs.iter().map(|o| o.0).chain([prior_mu]).zip(0..).collect();
         all.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut padded = Vec::with_capacity(all.len() + 2);
         padded.push(lo);
@@ -250,10 +262,20 @@ impl Parzen {
         for w in &mut weights {
             *w /= total;
         }
+        let log_norm = mus
+            .iter()
+            .zip(&sigmas)
+            .zip(&weights)
+            .map(|((mu, s), w)| {
+                let mass = normal_cdf((hi - mu) / s) - normal_cdf((lo - mu) / s);
+                w.ln() - s.ln() - 0.5 * std::f64::consts::TAU.ln() - mass.max(1e-300).ln()
+            })
+            .collect();
         Parzen {
             mus,
             sigmas,
             weights,
+            log_norm,
             lo,
             hi,
         }
@@ -278,11 +300,10 @@ impl Parzen {
             .mus
             .iter()
             .zip(&self.sigmas)
-            .zip(&self.weights)
-            .map(|((mu, s), w)| {
+            .zip(&self.log_norm)
+            .map(|((mu, s), c)| {
                 let z = (x - mu) / s;
-                let mass = normal_cdf((self.hi - mu) / s) - normal_cdf((self.lo - mu) / s);
-                w.ln() - 0.5 * z * z - s.ln() - 0.5 * (std::f64::consts::TAU).ln() - mass.max(1e-300).ln()
+                c - 0.5 * z * z
             })
             .collect();
         log_sum_exp(&terms)
@@ -301,15 +322,17 @@ fn log_sum_exp(xs: &[f64]) -> f64 {
 fn erfc(x: f64) -> f64 {
     let z = x.abs();
     let t = 1.0 / (1.0 + 0.5 * z);
-    let r = t * (-z * z - 1.265_512_23
-        + t * (1.000_023_68
-            + t * (0.374_091_96
-                + t * (0.096_784_18
-                    + t * (-0.186_288_06
-                        + t * (0.278_868_07
-                            + t * (-1.135_203_98
-                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
-        .exp();
+    let r = t
+        * (-z * z - 1.265_512_23
+            + t * (1.000_023_68
+                + t * (0.374_091_96
+                    + t * (0.096_784_18
+                        + t * (-0.186_288_06
+                            + t * (0.278_868_07
+                                + t * (-1.135_203_98
+                                    + t * (1.488_515_87
+                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+            .exp();
     if x >= 0.0 { r } else { 2.0 - r }
 }
 
@@ -330,7 +353,11 @@ mod tests {
             (-1.96, 0.024_997_895_148_220_435),
             (3.0, 0.998_650_101_968_369_9),
         ] {
-            assert!((normal_cdf(x) - want).abs() < 1e-7, "Φ({x}) = {}", normal_cdf(x));
+            assert!(
+                (normal_cdf(x) - want).abs() < 1e-7,
+                "Φ({x}) = {}",
+                normal_cdf(x)
+            );
         }
     }
 

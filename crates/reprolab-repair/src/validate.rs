@@ -35,7 +35,10 @@ pub struct Group {
 
 impl Group {
     pub(crate) fn from_runs(runs: &[(Option<f64>, f64)]) -> Group {
-        let samples: Vec<Option<f64>> = runs.iter().map(|(v, _)| v.filter(|x| x.is_finite())).collect();
+        let samples: Vec<Option<f64>> = runs
+            .iter()
+            .map(|(v, _)| v.filter(|x| x.is_finite()))
+            .collect();
         let ok: Vec<f64> = samples.iter().flatten().copied().collect();
         let s = summarize(&ok);
         Group {
@@ -43,7 +46,11 @@ impl Group {
             std: s.std,
             n: s.n,
             samples,
-            duration_s: runs.iter().map(|(_, d)| d.max(0.0)).filter(|d| d.is_finite()).sum(),
+            duration_s: runs
+                .iter()
+                .map(|(_, d)| d.max(0.0))
+                .filter(|d| d.is_finite())
+                .sum(),
         }
     }
 
@@ -152,7 +159,11 @@ pub async fn validate<O: Objective>(
         }
         groups.push(Group::from_runs(&r));
     }
-    let gt = if subject.fix.is_some() { groups.pop() } else { None };
+    let gt = if subject.fix.is_some() {
+        groups.pop()
+    } else {
+        None
+    };
     let pg = groups.pop().expect("patch group");
     let fg = groups.pop().expect("faulty group");
     let goal = subject.metric.goal;

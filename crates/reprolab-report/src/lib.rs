@@ -15,13 +15,19 @@ pub struct Cell {
 
 impl Cell {
     pub fn marked(text: impl Into<String>, mark: bool) -> Cell {
-        Cell { text: text.into(), mark }
+        Cell {
+            text: text.into(),
+            mark,
+        }
     }
 }
 
 impl<T: Into<String>> From<T> for Cell {
     fn from(t: T) -> Cell {
-        Cell { text: t.into(), mark: false }
+        Cell {
+            text: t.into(),
+            mark: false,
+        }
     }
 }
 
@@ -60,7 +66,10 @@ fn md_escape(s: &str) -> String {
 }
 
 fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 impl Report {
@@ -75,17 +84,37 @@ impl Report {
                 if !t.caption.is_empty() {
                     let _ = write!(out, "\n**{}**\n", t.caption);
                 }
-                let _ = write!(out, "\n| {} |\n|{}|\n", t.headers.iter().map(|h| md_escape(h)).collect::<Vec<_>>().join(" | "), vec!["---"; t.headers.len()].join("|"));
+                let _ = write!(
+                    out,
+                    "\n| {} |\n|{}|\n",
+                    t.headers
+                        .iter()
+                        .map(|h| md_escape(h))
+                        .collect::<Vec<_>>()
+                        .join(" | "),
+                    vec!["---"; t.headers.len()].join("|")
+                );
                 for row in &t.rows {
                     let cells: Vec<String> = row
                         .iter()
-                        .map(|c| if c.mark && !c.text.is_empty() { format!("**{}**", md_escape(&c.text)) } else { md_escape(&c.text) })
+                        .map(|c| {
+                            if c.mark && !c.text.is_empty() {
+                                format!("**{}**", md_escape(&c.text))
+                            } else {
+                                md_escape(&c.text)
+                            }
+                        })
                         .collect();
                     let _ = writeln!(out, "| {} |", cells.join(" | "));
                 }
             }
             for f in &s.figures {
-                let _ = write!(out, "\n![{}](figures/{}.svg)\n", md_escape(&f.caption), f.name);
+                let _ = write!(
+                    out,
+                    "\n![{}](figures/{}.svg)\n",
+                    md_escape(&f.caption),
+                    f.name
+                );
             }
         }
         out
@@ -119,7 +148,12 @@ impl Report {
                 body.push_str("</table>\n");
             }
             for f in &s.figures {
-                let _ = write!(body, "<figure>{}<figcaption>{}</figcaption></figure>\n", f.svg, html_escape(&f.caption));
+                let _ = write!(
+                    body,
+                    "<figure>{}<figcaption>{}</figcaption></figure>\n",
+                    f.svg,
+                    html_escape(&f.caption)
+                );
             }
         }
         format!(
@@ -164,7 +198,11 @@ mod tests {
                     headers: vec!["fault".into(), "random".into()],
                     rows: vec![vec!["D1".into(), Cell::marked("0.91 | 0.02", true)]],
                 }],
-                figures: vec![Figure { name: "ir".into(), caption: "IR".into(), svg: svg::boxplot("IR", "IR", &[("random".into(), vec![0.1, 0.5, 0.9])]) }],
+                figures: vec![Figure {
+                    name: "ir".into(),
+                    caption: "IR".into(),
+                    svg: svg::boxplot("IR", "IR", &[("random".into(), vec![0.1, 0.5, 0.9])]),
+                }],
             }],
         }
     }
@@ -189,6 +227,10 @@ mod tests {
     fn write_creates_all_files() {
         let d = tempfile::tempdir().unwrap();
         let html = sample().write(d.path()).unwrap();
-        assert!(html.exists() && d.path().join("report.md").exists() && d.path().join("figures/ir.svg").exists());
+        assert!(
+            html.exists()
+                && d.path().join("report.md").exists()
+                && d.path().join("figures/ir.svg").exists()
+        );
     }
 }

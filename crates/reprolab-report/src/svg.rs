@@ -3,7 +3,9 @@
 use std::fmt::Write as _;
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// Quantile with linear interpolation (numpy's default) of sorted values.
@@ -21,8 +23,16 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 pub fn boxplot(title: &str, y_label: &str, groups: &[(String, Vec<f64>)]) -> String {
     let (w, h) = (120.0 + 90.0 * groups.len().max(1) as f64, 320.0);
     let (left, right, top, bottom) = (60.0, 20.0, 30.0, 60.0);
-    let finite: Vec<f64> = groups.iter().flat_map(|(_, v)| v.iter().copied()).filter(|x| x.is_finite()).collect();
-    let (mut lo, mut hi) = finite.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+    let finite: Vec<f64> = groups
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .filter(|x| x.is_finite())
+        .collect();
+    let (mut lo, mut hi) = finite
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+            (a.min(x), b.max(x))
+        });
     if !lo.is_finite() {
         (lo, hi) = (0.0, 1.0);
     }
@@ -39,7 +49,11 @@ pub fn boxplot(title: &str, y_label: &str, groups: &[(String, Vec<f64>)]) -> Str
         esc(title)
     );
     // Axis with five ticks.
-    let _ = writeln!(s, "<line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{}\" stroke=\"#444\"/>", h - bottom);
+    let _ = writeln!(
+        s,
+        "<line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{}\" stroke=\"#444\"/>",
+        h - bottom
+    );
     for i in 0..=4 {
         let v = lo + (hi - lo) * i as f64 / 4.0;
         let _ = writeln!(
@@ -52,21 +66,50 @@ pub fn boxplot(title: &str, y_label: &str, groups: &[(String, Vec<f64>)]) -> Str
             y0 = y(v)
         );
     }
-    let _ = writeln!(s, "<text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" text-anchor=\"middle\">{}</text>", h / 2.0, h / 2.0, esc(y_label));
+    let _ = writeln!(
+        s,
+        "<text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" text-anchor=\"middle\">{}</text>",
+        h / 2.0,
+        h / 2.0,
+        esc(y_label)
+    );
     for (i, (label, values)) in groups.iter().enumerate() {
         let cx = left + 45.0 + 90.0 * i as f64;
-        let _ = writeln!(s, "<text x=\"{cx}\" y=\"{}\" text-anchor=\"middle\">{}</text>", h - bottom + 18.0, esc(label));
+        let _ = writeln!(
+            s,
+            "<text x=\"{cx}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            h - bottom + 18.0,
+            esc(label)
+        );
         let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
         v.sort_by(f64::total_cmp);
-        let _ = writeln!(s, "<text x=\"{cx}\" y=\"{}\" text-anchor=\"middle\" fill=\"#777\">n={}</text>", h - bottom + 34.0, v.len());
+        let _ = writeln!(
+            s,
+            "<text x=\"{cx}\" y=\"{}\" text-anchor=\"middle\" fill=\"#777\">n={}</text>",
+            h - bottom + 34.0,
+            v.len()
+        );
         if v.is_empty() {
-            let _ = writeln!(s, "<text x=\"{cx}\" y=\"{}\" text-anchor=\"middle\" fill=\"#999\">no data</text>", h / 2.0);
+            let _ = writeln!(
+                s,
+                "<text x=\"{cx}\" y=\"{}\" text-anchor=\"middle\" fill=\"#999\">no data</text>",
+                h / 2.0
+            );
             continue;
         }
         let (q1, med, q3) = (quantile(&v, 0.25), quantile(&v, 0.5), quantile(&v, 0.75));
         let iqr = q3 - q1;
-        let wlo = v.iter().copied().find(|x| *x >= q1 - 1.5 * iqr).unwrap_or(q1);
-        let whi = v.iter().rev().copied().find(|x| *x <= q3 + 1.5 * iqr).unwrap_or(q3);
+        let wlo = v
+            .iter()
+            .copied()
+            .find(|x| *x >= q1 - 1.5 * iqr)
+            .unwrap_or(q1);
+        let whi = v
+            .iter()
+            .rev()
+            .copied()
+            .find(|x| *x <= q3 + 1.5 * iqr)
+            .unwrap_or(q3);
         let mean = v.iter().sum::<f64>() / v.len() as f64;
         let _ = writeln!(
             s,
@@ -86,7 +129,11 @@ pub fn boxplot(title: &str, y_label: &str, groups: &[(String, Vec<f64>)]) -> Str
             y(mean) + 4.0
         );
         for x in v.iter().filter(|x| **x < wlo || **x > whi) {
-            let _ = writeln!(s, "<circle cx=\"{cx}\" cy=\"{:.1}\" r=\"2.5\" fill=\"none\" stroke=\"#333\"/>", y(*x));
+            let _ = writeln!(
+                s,
+                "<circle cx=\"{cx}\" cy=\"{:.1}\" r=\"2.5\" fill=\"none\" stroke=\"#333\"/>",
+                y(*x)
+            );
         }
     }
     s.push_str("</svg>\n");
@@ -106,9 +153,20 @@ mod tests {
 
     #[test]
     fn boxplot_draws_each_group_and_outliers() {
-        let svg = boxplot("t", "IR", &[("a".into(), vec![0.0, 0.5, 0.5, 0.6, 5.0]), ("b".into(), vec![])]);
+        let svg = boxplot(
+            "t",
+            "IR",
+            &[
+                ("a".into(), vec![0.0, 0.5, 0.5, 0.6, 5.0]),
+                ("b".into(), vec![]),
+            ],
+        );
         assert_eq!(svg.matches("<rect").count(), 1);
-        assert_eq!(svg.matches("<circle").count(), 2, "0.0 and 5.0 lie beyond 1.5 IQR of [0.5, 0.6]");
+        assert_eq!(
+            svg.matches("<circle").count(),
+            2,
+            "0.0 and 5.0 lie beyond 1.5 IQR of [0.5, 0.6]"
+        );
         assert!(svg.contains("no data"));
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     }

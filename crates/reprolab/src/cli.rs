@@ -99,6 +99,21 @@ original config and the fault label, e.g. ACH(2)).",
         after_help = "Examples:\n  reprolab faults\n  reprolab faults benchmarks/faults/real --measure 20"
     )]
     Faults(FaultsArgs),
+    /// Search for a patch of a faulty subject's hyperparameters, validate it, optionally minimise it.
+    #[command(
+        long_about = "Search for a patch of a faulty subject's config with one engine, optimising the \
+metric on the search split (the faulty config is the first trial); then validate the best patch on \
+the holdout split with N retrainings against the faulty config: Wilcoxon p, Cohen's d, sigma, the \
+improvement rate IR against the ground truth when the manifest has one, complexity (share of \
+hyperparameters changed) and AJ (asymmetric Jaccard of fault types). --minimize reduces the patch \
+by delta debugging to a 1-minimal set of changes that keeps a significant improvement. Exits 0 when \
+the patch is a significant improvement, 1 otherwise.",
+        after_help = "Examples:\n  reprolab repair benchmarks/faults/real/D7 --engine bohb --budget 10x\n  reprolab repair benchmarks/faults/real/D4 --engine random --trials 30 --minimize"
+    )]
+    Repair(RepairArgs),
+    /// Benchmarks over a fault benchmark, with reports.
+    #[command(subcommand)]
+    Bench(BenchCommand),
 }
 
 #[derive(Debug, Args)]
@@ -238,4 +253,85 @@ pub struct FaultsArgs {
     /// The split measurements are taken on.
     #[arg(long, value_enum, default_value_t = SplitArg::Search)]
     pub split: SplitArg,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineArg {
+    /// Uniform random search over the space (the study's baseline).
+    Random,
+    /// Bayesian optimisation with a Tree-structured Parzen Estimator (HEBO's role in the study).
+    Tpe,
+    /// Hyperband with a TPE sampler, epochs as the fidelity: weak candidates stop early.
+    Bohb,
+    /// AutoTrainer-style: trace, detect symptoms, try its fixes in order, each retrained from scratch.
+    Rules,
+}
+
+#[derive(Debug, Args)]
+pub struct RepairArgs {
+    /// A faulty subject directory (or its reprolab.toml).
+    pub subject: PathBuf,
+    #[arg(long, value_enum, default_value_t = EngineArg::Bohb)]
+    pub engine: EngineArg,
+    /// Search budget: a multiple of the faulty program's mean training time ("20x"), counted
+    /// as the sum of trial training times.
+    #[arg(long, default_value = "20x", conflicts_with = "trials")]
+    pub budget: String,
+    /// Search budget as a number of trials (the faulty config is trial 0).
+    #[arg(long)]
+    pub trials: Option<usize>,
+    /// Seed of the search (its randomness and its trainings).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Validation retrainings of faulty, patch (and ground truth) on the holdout split.
+    #[arg(long, short = 'n', default_value_t = 10)]
+    pub runs: usize,
+    /// Reduce the patch to a 1-minimal set of changes that keeps a significant improvement.
+    #[arg(long)]
+    pub minimize: bool,
+    /// Stop the search when a trial reaches this metric (the study: 0.99 accuracy).
+    #[arg(long)]
+    pub stop_at: Option<f64>,
+    /// Where to write the patched config. Default: .reprolab/patches/<subject>-<engine>.json
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Run repair engines over a fault benchmark; write the study's Table 9 and Figure 3.
+    #[command(
+        after_help = "Example:\n  reprolab bench repair benchmarks/faults --engines random,bohb --budgets 10x,20x --repeats 3 --out bench-repair"
+    )]
+    Repair(BenchRepairArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchRepairArgs {
+    /// Fault benchmark directory (faulty subjects with [fix]).
+    #[arg(default_value = "benchmarks/faults")]
+    pub benchmark: PathBuf,
+    /// Engines to compare, comma separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = vec![EngineArg::Random, EngineArg::Tpe, EngineArg::Bohb, EngineArg::Rules])]
+    pub engines: Vec<EngineArg>,
+    /// Budgets, comma separated multiples of the faulty training time.
+    #[arg(long, value_delimiter = ',', default_value = "10x,20x")]
+    pub budgets: Vec<String>,
+    /// Repetitions of every (fault, engine, budget) with different search seeds.
+    #[arg(long, default_value_t = 3)]
+    pub repeats: usize,
+    /// Validation retrainings per config.
+    #[arg(long, short = 'n', default_value_t = 10)]
+    pub runs: usize,
+    /// Also minimise every significant patch.
+    #[arg(long)]
+    pub minimize: bool,
+    /// Only faults whose id contains one of these strings (comma separated).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Report directory (results.jsonl, report.md, report.html, figures/). Rerunning with the same
+    /// directory resumes: finished cells are read back, not recomputed.
+    #[arg(long, value_name = "DIR", default_value = "bench-repair")]
+    pub out: PathBuf,
 }

@@ -36,6 +36,8 @@ fn main() -> ExitCode {
             Command::BenchExec(a) => commands::bench_exec::run(g, a).await,
             Command::Mutate(a) => commands::mutate::run(g, a).await,
             Command::Faults(a) => commands::faults::run(g, a).await,
+            Command::Repair(a) => commands::repair::run(g, a).await,
+            Command::Bench(cli::BenchCommand::Repair(a)) => commands::bench_repair::run(g, a).await,
         }
     });
     match result {

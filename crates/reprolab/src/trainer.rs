@@ -1,12 +1,12 @@
-//! The strategies' view of training: `reprolab_faults::Trainer` over the real evaluator (warm
-//! pool, cache), counting what was trained and what came from the cache.
+//! The strategies' view of training: `reprolab_faults::Trainer` and `reprolab_repair::Objective`
+//! over the real evaluator (warm pool, cache), counting what was trained and what was cached.
 
 use std::cell::Cell;
 
 use indicatif::ProgressBar;
 use reprolab_core::Split;
 use reprolab_core::manifest::{Config, Subject};
-use reprolab_exec::{Evaluator, Mode};
+use reprolab_exec::{Evaluation, Evaluator, Mode};
 
 pub struct EvalTrainer<'a> {
     pub ev: &'a Evaluator,
@@ -28,6 +28,31 @@ impl<'a> EvalTrainer<'a> {
     }
 }
 
+impl EvalTrainer<'_> {
+    /// Evaluate with counting and progress.
+    async fn run(
+        &self,
+        config: &Config,
+        seeds: &[u64],
+        mode: Mode,
+    ) -> Result<Vec<Evaluation>, String> {
+        let mut on_done = |e: &Evaluation| {
+            let counter = if e.cached {
+                &self.cached
+            } else {
+                &self.trained
+            };
+            counter.set(counter.get() + 1);
+            self.progress.inc(1);
+        };
+        self.progress.inc_length(seeds.len() as u64);
+        self.ev
+            .run(self.subject, config, seeds, mode, &mut on_done)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
 impl reprolab_faults::Trainer for EvalTrainer<'_> {
     async fn train(
         &self,
@@ -35,23 +60,40 @@ impl reprolab_faults::Trainer for EvalTrainer<'_> {
         seeds: &[u64],
         split: Split,
     ) -> Result<Vec<Option<f64>>, String> {
-        let mut on_done = |e: &reprolab_exec::Evaluation| {
-            if e.cached {
-                self.cached.set(self.cached.get() + 1);
-            } else {
-                self.trained.set(self.trained.get() + 1);
-            }
-            self.progress.inc(1);
-        };
-        self.progress.inc_length(seeds.len() as u64);
-        let evals = self
-            .ev
-            .run(self.subject, config, seeds, Mode::Eval, &mut on_done)
-            .await
-            .map_err(|e| e.to_string())?;
+        let evals = self.run(config, seeds, Mode::Eval).await?;
         Ok(evals
             .iter()
             .map(|e| e.record.outcome.metric(split))
             .collect())
+    }
+}
+
+impl reprolab_repair::Objective for EvalTrainer<'_> {
+    async fn evaluate(
+        &self,
+        config: &Config,
+        seeds: &[u64],
+        split: Split,
+        epochs: Option<u64>,
+    ) -> Result<Vec<(Option<f64>, f64)>, String> {
+        let mut config = config.clone();
+        if let Some(e) = epochs {
+            // Fidelity: the same config trained for fewer epochs (a distinct cache entry).
+            config.insert("epochs", serde_json::json!(e));
+        }
+        let evals = self.run(&config, seeds, Mode::Eval).await?;
+        Ok(evals
+            .iter()
+            .map(|e| (e.record.outcome.metric(split), e.record.duration_s))
+            .collect())
+    }
+
+    async fn trace(&self, config: &Config, seed: u64) -> Result<reprolab_repair::Trace, String> {
+        let evals = self.run(config, &[seed], Mode::Trace).await?;
+        let record = &evals[0].record;
+        Ok(reprolab_repair::Trace {
+            epochs: record.epochs.clone(),
+            finished: record.outcome.is_ok(),
+        })
     }
 }

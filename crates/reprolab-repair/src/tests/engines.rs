@@ -1,0 +1,403 @@
+//! Samplers, the study loop, budgets and BOHB.
+
+use reprolab_core::{Goal, Param, ParamKind, SearchSpace, Split};
+use serde_json::json;
+
+use super::*;
+use crate::space::apply_patch;
+use crate::{
+    BohbOptions, Budget, RandomSampler, Sampler, SearchResult, SearchSettings, Stop, TpeSampler,
+    Trial, bohb, bohb_with, search,
+};
+
+fn settings(budget: Budget, seed: u64) -> SearchSettings {
+    SearchSettings {
+        budget,
+        seed,
+        ..SearchSettings::default()
+    }
+}
+
+fn best_value(r: &SearchResult) -> f64 {
+    r.best
+        .as_ref()
+        .and_then(|t| t.value)
+        .unwrap_or(f64::NEG_INFINITY)
+}
+
+/// A space with every parameter kind.
+fn mixed_space() -> SearchSpace {
+    let mut s = study_space(false);
+    s.params.push(Param {
+        name: "units".into(),
+        kind: ParamKind::Int { low: 1, high: 7 },
+        fault: None,
+        layer: None,
+    });
+    s.params.push(Param {
+        name: "dropout".into(),
+        kind: ParamKind::Float {
+            low: 0.0,
+            high: 0.5,
+        },
+        fault: None,
+        layer: None,
+    });
+    s.params.push(Param {
+        name: "wd".into(),
+        kind: ParamKind::LogFloat {
+            low: 1e-5,
+            high: 1e-1,
+        },
+        fault: None,
+        layer: None,
+    });
+    s
+}
+
+#[test]
+fn samplers_propose_only_in_space_configs() {
+    let space = mixed_space();
+    let faulty = apply_patch(
+        &study_faulty(),
+        &cfg(json!({"units": 3, "dropout": 0.1, "wd": 0.001})),
+    );
+    assert!(space.validate(&faulty).is_empty());
+    let samplers: Vec<Box<dyn Sampler>> = vec![
+        Box::new(RandomSampler::new(1)),
+        Box::new(TpeSampler::new(1, Goal::Max)),
+        Box::new(TpeSampler::new(2, Goal::Min)),
+    ];
+    for mut sampler in samplers {
+        let mut history = vec![Trial {
+            number: 0,
+            config: faulty.clone(),
+            value: Some(0.1),
+            duration_s: 1.0,
+            epochs: None,
+            seed: 0,
+        }];
+        for i in 1..60 {
+            let c = sampler.ask(&space, &history);
+            let issues = space.validate(&c);
+            assert!(issues.is_empty(), "{}: {issues:?} in {c}", sampler.name());
+            assert_eq!(
+                c.keys().collect::<Vec<_>>(),
+                space.names().collect::<Vec<_>>()
+            );
+            let value = if i % 7 == 0 {
+                None // failed trainings are part of the history too
+            } else {
+                Some(
+                    study_metric(&c, i as u64, 1.0)
+                        + 0.01 * f64::from(c.0["units"].as_i64().unwrap() as i32),
+                )
+            };
+            history.push(Trial {
+                number: i,
+                config: c,
+                value,
+                duration_s: 1.0,
+                epochs: None,
+                seed: i as u64,
+            });
+        }
+    }
+}
+
+#[test]
+fn random_and_tpe_find_the_good_region() {
+    // Log-uniform lr: the region (act2 softmax and lr in [1e-3, 1e-2]) has probability 1/77.
+    let subject = study_subject(true);
+    for seed in 0..3 {
+        let obj = Synth::study();
+        let s = settings(Budget::Trials(300), seed);
+        let r = block_on(search(&obj, &subject, &mut RandomSampler::new(seed), &s)).unwrap();
+        assert_eq!(r.engine, "random");
+        assert!(
+            best_value(&r) > 0.9,
+            "random seed {seed}: {}",
+            best_value(&r)
+        );
+
+        let obj = Synth::study();
+        let s = settings(Budget::Trials(80), seed);
+        let r = block_on(search(
+            &obj,
+            &subject,
+            &mut TpeSampler::new(seed, Goal::Max),
+            &s,
+        ))
+        .unwrap();
+        assert_eq!(r.engine, "tpe");
+        assert!(best_value(&r) > 0.9, "tpe seed {seed}: {}", best_value(&r));
+        let best = r.best.unwrap();
+        assert_eq!(best.config.0["act2"], json!("softmax"));
+        let lr = best.config.0["lr"].as_f64().unwrap();
+        assert!((1e-3..=1e-2).contains(&lr), "{lr}");
+    }
+}
+
+#[test]
+fn tpe_beats_random_on_average() {
+    // The study's space: lr ~ uniform(1e-6, 10) for random; the TPE models it in log space.
+    let subject = study_subject(false);
+    let (mut tpe_sum, mut random_sum) = (0.0, 0.0);
+    let seeds = 0..6u64;
+    for seed in seeds.clone() {
+        let s = settings(Budget::Trials(40), seed);
+        let r = block_on(search(
+            &Synth::study(),
+            &subject,
+            &mut RandomSampler::new(seed),
+            &s,
+        ))
+        .unwrap();
+        random_sum += best_value(&r);
+        let t = block_on(search(
+            &Synth::study(),
+            &subject,
+            &mut TpeSampler::new(seed, Goal::Max),
+            &s,
+        ))
+        .unwrap();
+        tpe_sum += best_value(&t);
+    }
+    let n = seeds.count() as f64;
+    let (tpe, random) = (tpe_sum / n, random_sum / n);
+    assert!(
+        tpe > random + 0.05,
+        "mean best: tpe {tpe:.3} vs random {random:.3}"
+    );
+}
+
+#[test]
+fn budget_in_trials_counts_the_faulty_trial_and_seeds_trials() {
+    let subject = study_subject(false);
+    let obj = Synth::study();
+    let s = SearchSettings {
+        budget: Budget::Trials(7),
+        seed: 4,
+        parallel: 3,
+        ..SearchSettings::default()
+    };
+    let r = block_on(search(&obj, &subject, &mut RandomSampler::new(4), &s)).unwrap();
+    assert_eq!(r.trials.len(), 7);
+    assert_eq!(r.stop, Stop::Budget);
+    assert_eq!(r.budget_s, None);
+    assert_eq!(r.trials[0].config, subject.config);
+    assert_eq!(r.trials[0].number, 0);
+    for (i, t) in r.trials.iter().enumerate() {
+        assert_eq!(t.number, i);
+        assert_eq!(t.seed, 4000 + i as u64);
+        assert!(t.is_full());
+    }
+    let calls = obj.calls.borrow();
+    assert_eq!(calls.len(), 7);
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.2 == Split::Search && c.3.is_none() && c.1.len() == 1)
+    );
+    assert_eq!(calls[3].1, vec![4003]);
+    let spent: f64 = r.trials.iter().map(|t| t.duration_s).sum();
+    assert!((r.spent_s - spent).abs() < 1e-9);
+}
+
+#[test]
+fn budget_as_time_multiple_sums_durations() {
+    let subject = study_subject(false);
+    // Faulty: 9 epochs = 0.9 s, so 5x = 4.5 s of summed training time.
+    let s = settings(Budget::TimeMultiple(5.0), 1);
+    for parallel in [1, 4] {
+        let obj = Synth::study();
+        let s = SearchSettings {
+            parallel,
+            ..s.clone()
+        };
+        let r = block_on(search(&obj, &subject, &mut RandomSampler::new(1), &s)).unwrap();
+        assert_eq!(r.budget_s.map(|b| (b * 1e9).round() / 1e9), Some(4.5));
+        assert!(r.spent_s >= 4.5);
+        // The last batch started within the budget.
+        let k = (r.trials.len() - 1) % parallel;
+        let batch = if k == 0 { parallel } else { k };
+        let before: f64 = r.trials[..r.trials.len() - batch]
+            .iter()
+            .map(|t| t.duration_s)
+            .sum();
+        assert!(before < 4.5, "{before}");
+        assert_eq!(r.trials[0].config, subject.config);
+    }
+    // An explicit reference time replaces trial 0's duration.
+    let s = SearchSettings {
+        time_ref_s: Some(2.0),
+        ..s
+    };
+    let r = block_on(search(
+        &Synth::study(),
+        &subject,
+        &mut RandomSampler::new(1),
+        &s,
+    ))
+    .unwrap();
+    assert_eq!(r.budget_s, Some(10.0));
+    assert!(r.spent_s >= 10.0);
+    // Bad settings are refused.
+    let bad = SearchSettings {
+        parallel: 0,
+        ..SearchSettings::default()
+    };
+    assert!(
+        block_on(search(
+            &Synth::study(),
+            &subject,
+            &mut RandomSampler::new(1),
+            &bad
+        ))
+        .is_err()
+    );
+}
+
+#[test]
+fn stop_at_ends_the_search_early() {
+    let subject = study_subject(true);
+    let obj = Synth::study();
+    let s = SearchSettings {
+        budget: Budget::Trials(500),
+        seed: 2,
+        stop_at: Some(0.9),
+        ..SearchSettings::default()
+    };
+    let r = block_on(search(
+        &obj,
+        &subject,
+        &mut TpeSampler::new(2, Goal::Max),
+        &s,
+    ))
+    .unwrap();
+    assert_eq!(r.stop, Stop::StopAt);
+    assert!(r.trials.len() < 500);
+    let last = r.trials.last().unwrap();
+    assert!(last.value.unwrap() >= 0.9);
+    assert!(
+        r.trials[..r.trials.len() - 1]
+            .iter()
+            .all(|t| t.value.unwrap() < 0.9)
+    );
+    assert_eq!(r.best.unwrap().number, last.number);
+}
+
+#[test]
+fn best_prefers_fewer_changes_on_ties() {
+    // A metric that only looks at act2: every softmax config ties.
+    let subject = study_subject(false);
+    let obj = Synth::new(|c, _, _| {
+        Some(if c.0["act2"] == json!("softmax") {
+            0.9
+        } else {
+            0.1
+        })
+    });
+    let s = settings(Budget::Trials(150), 3);
+    let r = block_on(search(&obj, &subject, &mut RandomSampler::new(3), &s)).unwrap();
+    let best = r.best.unwrap();
+    let changes = |t: &Trial| crate::patch_diff(&subject.config, &t.config).len();
+    let min = r
+        .trials
+        .iter()
+        .filter(|t| t.value == Some(0.9))
+        .map(changes)
+        .min()
+        .unwrap();
+    assert_eq!(changes(&best), min);
+}
+
+#[test]
+fn bohb_is_cheaper_per_config_and_finds_the_region() {
+    // The study's space (lr ~ uniform(1e-6, 10) for random search).
+    let subject = study_subject(false);
+    let seeds = 0..6u64;
+    let (mut found, mut bohb10, mut random20) = (0, 0.0, 0.0);
+    for seed in seeds.clone() {
+        let s = settings(Budget::TimeMultiple(30.0), seed);
+        let obj = Synth::study();
+        let b = block_on(bohb(&obj, &subject, &s)).unwrap();
+        assert_eq!(b.engine, "bohb");
+        assert_eq!(b.trials[0].config, subject.config);
+        assert!(b.trials[0].is_full());
+        assert!(b.spent_s >= 27.0 && b.budget_s.is_some());
+        // Low-fidelity trials train fewer epochs than the config's own, and cost less.
+        let low: Vec<&Trial> = b.trials.iter().filter(|t| !t.is_full()).collect();
+        assert!(!low.is_empty());
+        for t in &low {
+            assert!(t.epochs.unwrap() < epochs_of(&t.config));
+            assert!((t.duration_s - 0.1 * t.epochs.unwrap() as f64).abs() < 1e-9);
+        }
+        let calls = obj.calls.borrow();
+        assert_eq!(calls.len(), b.trials.len());
+        assert!(calls.iter().zip(&b.trials).all(|(c, t)| c.3 == t.epochs));
+        // Distinct configs looked at: more than a full-fidelity search can afford.
+        let mut configs: Vec<String> = b.trials.iter().map(|t| t.config.canonical_json()).collect();
+        configs.sort();
+        configs.dedup();
+        let per_config = b.spent_s / configs.len() as f64;
+        let r = block_on(search(
+            &Synth::study(),
+            &subject,
+            &mut RandomSampler::new(seed),
+            &s,
+        ))
+        .unwrap();
+        let random_per_config = r.spent_s / r.trials.len() as f64;
+        assert!(
+            per_config < 0.75 * random_per_config,
+            "seed {seed}: {per_config} s per config vs random's {random_per_config}"
+        );
+        assert!(
+            configs.len() > r.trials.len(),
+            "bohb {} vs random {}",
+            configs.len(),
+            r.trials.len()
+        );
+        // The best is a full-fidelity trial.
+        let best = b.best.unwrap();
+        assert!(best.is_full());
+        found += usize::from(best.value.unwrap() > 0.9);
+        // Half the budget against random search's 20x.
+        let s10 = settings(Budget::TimeMultiple(10.0), seed);
+        bohb10 += best_value(&block_on(bohb(&Synth::study(), &subject, &s10)).unwrap());
+        let s20 = settings(Budget::TimeMultiple(20.0), seed);
+        random20 += best_value(
+            &block_on(search(
+                &Synth::study(),
+                &subject,
+                &mut RandomSampler::new(seed),
+                &s20,
+            ))
+            .unwrap(),
+        );
+    }
+    assert!(found >= 4, "bohb found the region in {found} of 6 runs");
+    assert!(
+        bohb10 > random20,
+        "mean best: bohb 10x {bohb10} vs random 20x {random20} (sums)"
+    );
+}
+
+#[test]
+fn bohb_without_a_fidelity_key_trains_fully() {
+    let subject = study_subject(true);
+    let opt = BohbOptions {
+        fidelity_key: "no_such_key".into(),
+        ..BohbOptions::default()
+    };
+    let r = block_on(bohb_with(
+        &Synth::study(),
+        &subject,
+        &settings(Budget::Trials(20), 0),
+        &opt,
+    ))
+    .unwrap();
+    assert_eq!(r.trials.len(), 20);
+    assert!(r.trials.iter().all(Trial::is_full));
+}

@@ -1,0 +1,466 @@
+//! `reprolab bench repair`: engines × budgets × repeats over a fault benchmark, one result line
+//! per cell appended to `results.jsonl` the moment it is known (a killed bench resumes from it,
+//! and every training is in the evaluation cache), then the study's Table 9 and Figure 3.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow, bail};
+use reprolab_core::manifest::{Goal, Subject};
+use reprolab_repair::{Budget, patch_diff};
+use reprolab_report::{Cell, Figure, Report, Section, Table, svg};
+use serde::{Deserialize, Serialize};
+
+use super::repair::{RepairSpec, repair_once};
+use crate::cli::{BenchRepairArgs, EngineArg, Global};
+use crate::context;
+use crate::progress;
+use crate::trainer::EvalTrainer;
+
+/// One (fault, engine, budget, repeat) cell.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    pub fault: String,
+    pub engine: String,
+    pub budget: String,
+    pub repeat: usize,
+    pub goal: Goal,
+    pub faulty_mean: f64,
+    /// Holdout mean of the patched config (the faulty mean when no patch was found).
+    pub patched_mean: f64,
+    pub patched_std: f64,
+    pub gt_mean: Option<f64>,
+    pub significant: bool,
+    pub ir: Option<f64>,
+    pub complexity: f64,
+    pub changed: usize,
+    pub gt_changed: usize,
+    pub aj: Option<f64>,
+    pub trials: usize,
+    pub spent_s: f64,
+    /// After `--minimize` (significant patches only).
+    pub min_changed: Option<usize>,
+    pub min_ir: Option<f64>,
+    pub min_significant: Option<bool>,
+}
+
+impl Row {
+    fn key(&self) -> String {
+        format!(
+            "{}|{}|{}|{}",
+            self.fault, self.engine, self.budget, self.repeat
+        )
+    }
+}
+
+fn engine_name(e: EngineArg) -> String {
+    serde_json::to_value(e)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+fn read_rows(path: &Path) -> Result<Vec<Row>> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(Vec::new());
+    };
+    // A torn last line (killed mid-write) is dropped; that cell is simply redone.
+    Ok(text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect())
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(svg::quantile(&v, 0.5))
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
+    if a.repeats == 0 || a.runs < 2 {
+        bail!("--repeats must be at least 1 and --runs at least 2");
+    }
+    let budgets: Vec<(String, Budget)> = a
+        .budgets
+        .iter()
+        .map(|b| {
+            b.parse::<Budget>()
+                .map(|p| (b.clone(), p))
+                .map_err(|e| anyhow!("--budgets {b:?}: {e}"))
+        })
+        .collect::<Result<_>>()?;
+    let faults: Vec<_> = reprolab_faults::read_benchmark(&a.benchmark)?
+        .into_iter()
+        .filter(|(dir, _)| {
+            a.only.is_empty()
+                || a.only
+                    .iter()
+                    .any(|o| dir.to_string_lossy().contains(o.as_str()))
+        })
+        .collect();
+    if faults.is_empty() {
+        bail!(
+            "{}: no faulty subjects (directories whose reprolab.toml has a [fix] table) match",
+            a.benchmark.display()
+        );
+    }
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let results_path = a.out.join("results.jsonl");
+    let mut rows = read_rows(&results_path)?;
+    let done: HashSet<String> = rows.iter().map(Row::key).collect();
+    let total = faults.len() * budgets.len() * a.engines.len() * a.repeats;
+    let ev = context::evaluator(g).await?;
+    let pb = progress::bar(total as u64, "bench repair", g.json);
+    pb.inc(done.len().min(total) as u64);
+    let mut results = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&results_path)
+        .with_context(|| format!("opening {}", results_path.display()))?;
+    for (dir, _) in &faults {
+        let subject = Subject::load(dir)?;
+        let gt_changed = subject
+            .fix
+            .as_ref()
+            .map_or(0, |f| patch_diff(&subject.config, &f.config).len());
+        for (budget_name, budget) in &budgets {
+            for &engine in &a.engines {
+                for repeat in 0..a.repeats {
+                    let key = format!(
+                        "{}|{}|{}|{}",
+                        subject.name,
+                        engine_name(engine),
+                        budget_name,
+                        repeat
+                    );
+                    if done.contains(&key) {
+                        continue;
+                    }
+                    pb.set_message(key.clone());
+                    let trainer = EvalTrainer::new(&ev, &subject, progress::bar(0, "", true));
+                    let spec = RepairSpec {
+                        engine,
+                        budget: budget.clone(),
+                        seed: repeat as u64,
+                        runs: a.runs,
+                        minimize: a.minimize,
+                        stop_at: None,
+                        parallel: ev.workers(),
+                    };
+                    let run = repair_once(&trainer, &subject, &spec)
+                        .await
+                        .with_context(|| format!("repairing {key}"))?;
+                    let v = run.validation.as_ref();
+                    let faulty_mean = match v {
+                        Some(v) => v.faulty.mean,
+                        None => {
+                            // No patch: the faulty config stands; its mean comes from the cache.
+                            let seeds: Vec<u64> = (0..a.runs as u64).collect();
+                            let m = reprolab_repair::Objective::evaluate(
+                                &trainer,
+                                &subject.config,
+                                &seeds,
+                                reprolab_core::Split::Holdout,
+                                None,
+                            )
+                            .await
+                            .map_err(|e| anyhow!(e))?;
+                            let vals: Vec<f64> = m.iter().filter_map(|(x, _)| *x).collect();
+                            mean(&vals).unwrap_or(f64::NAN)
+                        }
+                    };
+                    let row = Row {
+                        fault: subject.name.clone(),
+                        engine: engine_name(engine),
+                        budget: budget_name.clone(),
+                        repeat,
+                        goal: subject.metric.goal,
+                        faulty_mean,
+                        patched_mean: v.map_or(faulty_mean, |v| v.patch.mean),
+                        patched_std: v.map_or(0.0, |v| v.patch.std),
+                        gt_mean: v.and_then(|v| v.gt.as_ref().map(|g| g.mean)),
+                        significant: v.is_some_and(|v| v.significant),
+                        ir: match v {
+                            Some(v) => v.ir,
+                            None if subject.fix.is_some() => Some(0.0),
+                            None => None,
+                        },
+                        complexity: v.map_or(0.0, |v| v.complexity),
+                        changed: v.map_or(0, |v| v.changed.len()),
+                        gt_changed,
+                        aj: v.and_then(|v| v.aj).or(subject
+                            .fix
+                            .as_ref()
+                            .map(|_| 0.0)
+                            .filter(|_| v.is_none())),
+                        trials: run.search.trials.len(),
+                        spent_s: run.search.spent_s,
+                        min_changed: run.minimized.as_ref().map(|m| m.result.changed.len()),
+                        min_ir: run.minimized.as_ref().and_then(|m| m.validation.ir),
+                        min_significant: run.minimized.as_ref().map(|m| m.validation.significant),
+                    };
+                    writeln!(results, "{}", serde_json::to_string(&row)?)?;
+                    results.flush()?;
+                    progress::line(
+                        &pb,
+                        &format!(
+                            "{key}: {} -> {} {}IR {} changed {}",
+                            crate::table::num(Some(row.faulty_mean)),
+                            crate::table::num(Some(row.patched_mean)),
+                            if row.significant {
+                                "(significant) "
+                            } else {
+                                ""
+                            },
+                            row.ir.map_or("-".into(), |x| format!("{x:.2}")),
+                            row.changed
+                        ),
+                    );
+                    rows.push(row);
+                    pb.inc(1);
+                }
+            }
+        }
+    }
+    pb.finish_and_clear();
+    ev.shutdown().await;
+    let wanted: HashSet<&str> = faults
+        .iter()
+        .filter_map(|(d, _)| d.file_name().and_then(|n| n.to_str()))
+        .collect();
+    rows.retain(|r| {
+        wanted.contains(r.fault.as_str())
+            || faults
+                .iter()
+                .any(|(d, _)| Subject::load(d).is_ok_and(|s| s.name == r.fault))
+    });
+    let report = build_report(&rows, a);
+    let html = report.write(&a.out)?;
+    if g.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"rows": rows, "report": html}))?
+        );
+    } else {
+        print!("{}", summary_text(&rows));
+        println!("\nreport: {} (and report.md)", html.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Median IR per (engine, budget), in the order engines and budgets appear.
+fn groups(rows: &[Row]) -> Vec<((String, String), Vec<&Row>)> {
+    let mut order: Vec<(String, String)> = Vec::new();
+    let mut map: BTreeMap<(String, String), Vec<&Row>> = BTreeMap::new();
+    for r in rows {
+        let k = (r.engine.clone(), r.budget.clone());
+        if !map.contains_key(&k) {
+            order.push(k.clone());
+        }
+        map.entry(k).or_default().push(r);
+    }
+    order
+        .into_iter()
+        .map(|k| {
+            let v = map.remove(&k).unwrap_or_default();
+            (k, v)
+        })
+        .collect()
+}
+
+fn fmt(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{v:.2}"))
+}
+
+fn summary_rows(rows: &[Row]) -> Vec<Vec<String>> {
+    let mut out = vec![
+        [
+            "engine",
+            "budget",
+            "cells",
+            "significant",
+            "median IR",
+            "mean changed",
+            "mean GT changed",
+            "mean complexity",
+            "mean AJ",
+            "minimised changed",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for ((engine, budget), rs) in groups(rows) {
+        let irs: Vec<f64> = rs.iter().filter_map(|r| r.ir).collect();
+        let sig = rs.iter().filter(|r| r.significant).count();
+        let changed: Vec<f64> = rs
+            .iter()
+            .filter(|r| r.significant)
+            .map(|r| r.changed as f64)
+            .collect();
+        let gt: Vec<f64> = rs
+            .iter()
+            .filter(|r| r.significant)
+            .map(|r| r.gt_changed as f64)
+            .collect();
+        let cx: Vec<f64> = rs
+            .iter()
+            .filter(|r| r.significant)
+            .map(|r| r.complexity)
+            .collect();
+        let aj: Vec<f64> = rs.iter().filter_map(|r| r.aj).collect();
+        let minc: Vec<f64> = rs
+            .iter()
+            .filter_map(|r| r.min_changed.map(|c| c as f64))
+            .collect();
+        out.push(vec![
+            engine,
+            budget,
+            rs.len().to_string(),
+            format!("{sig}/{}", rs.len()),
+            fmt(median(irs)),
+            fmt(mean(&changed)),
+            fmt(mean(&gt)),
+            fmt(mean(&cx)),
+            fmt(mean(&aj)),
+            fmt(mean(&minc)),
+        ]);
+    }
+    out
+}
+
+fn summary_text(rows: &[Row]) -> String {
+    crate::table::render(&summary_rows(rows))
+}
+
+fn build_report(rows: &[Row], a: &BenchRepairArgs) -> Report {
+    let gs = groups(rows);
+    let cols: Vec<(String, String)> = gs.iter().map(|(k, _)| k.clone()).collect();
+    let mut faults: Vec<String> = Vec::new();
+    for r in rows {
+        if !faults.contains(&r.fault) {
+            faults.push(r.fault.clone());
+        }
+    }
+    // Table 9: patched metric mean ± σ over repeats; bold when most repeats are significant.
+    let mut headers = vec!["fault".to_string(), "faulty".into(), "ground truth".into()];
+    headers.extend(cols.iter().map(|(e, b)| format!("{e} {b}")));
+    let mut t9 = Table { caption: "Patched metric on the holdout split: mean ± σ over repeats (bold: significant improvement in most repeats)".into(), headers, rows: Vec::new() };
+    for f in &faults {
+        let fr: Vec<&Row> = rows.iter().filter(|r| &r.fault == f).collect();
+        let mut line: Vec<Cell> = vec![
+            f.clone().into(),
+            fmt3(mean(&fr.iter().map(|r| r.faulty_mean).collect::<Vec<_>>())).into(),
+            fmt3(fr.iter().find_map(|r| r.gt_mean)).into(),
+        ];
+        for (e, b) in &cols {
+            let cell: Vec<&&Row> = fr
+                .iter()
+                .filter(|r| &r.engine == e && &r.budget == b)
+                .collect();
+            let vals: Vec<f64> = cell.iter().map(|r| r.patched_mean).collect();
+            let sig = cell.iter().filter(|r| r.significant).count();
+            let text = match mean(&vals) {
+                Some(m) => format!("{m:.3} ± {:.3}", reprolab_stats::summarize(&vals).std),
+                None => "-".into(),
+            };
+            line.push(Cell::marked(text, sig * 2 > cell.len()));
+        }
+        t9.rows.push(line);
+    }
+    let summary = summary_rows(rows);
+    let t_summary = Table {
+        caption: "Per engine and budget (changed / complexity over significant patches)".into(),
+        headers: summary[0].clone(),
+        rows: summary[1..]
+            .iter()
+            .map(|r| r.iter().map(|c| Cell::from(c.clone())).collect())
+            .collect(),
+    };
+    let ir_groups: Vec<(String, Vec<f64>)> = gs
+        .iter()
+        .map(|((e, b), rs)| (format!("{e} {b}"), rs.iter().filter_map(|r| r.ir).collect()))
+        .collect();
+    let fig3 = Figure {
+        name: "ir".into(),
+        caption: "Figure 3: improvement rate (IR) per engine and budget, over faults and repeats"
+            .into(),
+        svg: svg::boxplot("Improvement rate", "IR", &ir_groups),
+    };
+    let median_of = |e: &str, b: &str| {
+        gs.iter()
+            .find(|((ge, gb), _)| ge == e && gb == b)
+            .and_then(|(_, rs)| median(rs.iter().filter_map(|r| r.ir).collect()))
+    };
+    let mut targets = Vec::new();
+    if let (Some(r20), Some(b10)) = (median_of("random", "20x"), median_of("bohb", "10x")) {
+        targets.push(format!("Median IR: bohb at 10x = {b10:.2}, random at 20x = {r20:.2} (target: bohb at 10x >= random at 20x: {}).", if b10 >= r20 { "met" } else { "not met" }));
+    }
+    let minimized: Vec<&Row> = rows.iter().filter(|r| r.min_changed.is_some()).collect();
+    if !minimized.is_empty() {
+        let mc = mean(
+            &minimized
+                .iter()
+                .map(|r| r.min_changed.unwrap_or(0) as f64)
+                .collect::<Vec<_>>(),
+        )
+        .unwrap_or(0.0);
+        let gc = mean(
+            &minimized
+                .iter()
+                .map(|r| r.gt_changed as f64)
+                .collect::<Vec<_>>(),
+        )
+        .unwrap_or(0.0);
+        targets.push(format!("Minimised patches change {mc:.2} hyperparameters on average against {gc:.2} in the ground truth ({:.2}x; target <= 2x).", if gc > 0.0 { mc / gc } else { f64::NAN }));
+    }
+    Report {
+        title: format!("Repair benchmark: {}", a.benchmark.display()),
+        sections: vec![
+            Section {
+                heading: "Setup".into(),
+                paragraphs: vec![format!(
+                    "{} faults, engines {:?}, budgets {:?} (multiples of the faulty program's mean training time, counted as summed training time), {} repeats, {} validation retrainings per config on the holdout split. Significant: Wilcoxon p < 0.05 and |d| >= 0.5, better than the faulty config.",
+                    faults.len(),
+                    a.engines
+                        .iter()
+                        .map(|e| engine_name(*e))
+                        .collect::<Vec<_>>(),
+                    a.budgets,
+                    a.repeats,
+                    a.runs
+                )],
+                ..Section::default()
+            },
+            Section {
+                heading: "Targets".into(),
+                paragraphs: targets,
+                ..Section::default()
+            },
+            Section {
+                heading: "Table 9: patched metric per fault".into(),
+                tables: vec![t9],
+                ..Section::default()
+            },
+            Section {
+                heading: "Figure 3: improvement rate".into(),
+                figures: vec![fig3],
+                tables: vec![t_summary],
+                ..Section::default()
+            },
+        ],
+    }
+}
+
+fn fmt3(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{v:.3}"))
+}
