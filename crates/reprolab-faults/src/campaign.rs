@@ -204,7 +204,8 @@ impl<T: Trainer> Campaign<'_, T> {
     }
 
     /// Bound first; if killed, binary search between the current value and the bound for the
-    /// killed value closest to the current one.
+    /// killed value closest to the current one; the closest that also passes the filters is
+    /// selected.
     async fn search(&mut self, plan: crate::operators::SearchPlan) -> Result<(), String> {
         let steps = self.settings.search_steps;
         let grid = match &plan.axis {
@@ -215,6 +216,7 @@ impl<T: Trainer> Campaign<'_, T> {
         let mut trained = 1;
         if self.mutants[bound].decision.killed {
             let mut best = bound;
+            let first_probe = bound;
             match &plan.axis {
                 Axis::Continuous { log, low, high } => {
                     let (Some(mut lo), Some(mut hi)) =
@@ -264,7 +266,13 @@ impl<T: Trainer> Campaign<'_, T> {
                     }
                 }
             }
-            self.select(best);
+            // Killed probes approach the current value in the order they were trained; the
+            // last one that also passes the study's filters is the hardest usable mutant. When
+            // none passes, the closest killed one stands (and the filter will say why).
+            let usable = (first_probe..self.mutants.len())
+                .rev()
+                .find(|&i| self.mutants[i].verdict == Verdict::Killed);
+            self.select(usable.unwrap_or(best));
         }
         self.skipped += grid.saturating_sub(trained);
         Ok(())
