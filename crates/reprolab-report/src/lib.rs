@@ -123,14 +123,14 @@ impl Report {
     pub fn to_html(&self) -> String {
         let mut body = String::new();
         for s in &self.sections {
-            let _ = write!(body, "<h2>{}</h2>\n", html_escape(&s.heading));
+            let _ = writeln!(body, "<h2>{}</h2>", html_escape(&s.heading));
             for p in &s.paragraphs {
-                let _ = write!(body, "<p>{}</p>\n", html_escape(p));
+                let _ = writeln!(body, "<p>{}</p>", html_escape(p));
             }
             for t in &s.tables {
                 body.push_str("<table>\n");
                 if !t.caption.is_empty() {
-                    let _ = write!(body, "<caption>{}</caption>\n", html_escape(&t.caption));
+                    let _ = writeln!(body, "<caption>{}</caption>", html_escape(&t.caption));
                 }
                 body.push_str("<tr>");
                 for h in &t.headers {
@@ -148,9 +148,9 @@ impl Report {
                 body.push_str("</table>\n");
             }
             for f in &s.figures {
-                let _ = write!(
+                let _ = writeln!(
                     body,
-                    "<figure>{}<figcaption>{}</figcaption></figure>\n",
+                    "<figure>{}<figcaption>{}</figcaption></figure>",
                     f.svg,
                     html_escape(&f.caption)
                 );

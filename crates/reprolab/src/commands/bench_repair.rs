@@ -150,7 +150,7 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
                     let trainer = EvalTrainer::new(&ev, &subject, progress::bar(0, "", true));
                     let spec = RepairSpec {
                         engine,
-                        budget: budget.clone(),
+                        budget: *budget,
                         seed: repeat as u64,
                         runs: a.runs,
                         minimize: a.minimize,

@@ -72,7 +72,7 @@ pub async fn repair_once(
         .map_err(|e| anyhow!(e))?;
     let time_ref_s = faulty.iter().map(|(_, d)| d).sum::<f64>() / faulty.len().max(1) as f64;
     let settings = SearchSettings {
-        budget: spec.budget.clone(),
+        budget: spec.budget,
         seed: spec.seed,
         stop_at: spec.stop_at,
         parallel: spec.parallel,
