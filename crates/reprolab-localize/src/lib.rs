@@ -1,0 +1,259 @@
+//! Rule-based fault localisation for subjects written in the study's config style (reference
+//! `fl-repair.md` §1, §4, §8; `docs/localize.md`).
+//!
+//! Two engines produce ranked [`Suspect`]s — a fault type with layer indices, a confidence in
+//! [0, 1], the evidence (rule or symptom with the observed numbers) and a suggested change:
+//!
+//! * [`static_rules`]: NeuraLint/UMLAUT-style checks of the config alone (output activation vs
+//!   loss vs task, missing non-linearities, constant initialisers, learning rate vs optimiser,
+//!   batch size, epochs). No training.
+//! * [`dynamic_monitors`]: AutoTrainer/DeepDiagnosis-style checks of one traced training
+//!   (`docs/architecture.md`, "Trace record"), reusing `reprolab_repair::symptoms`.
+//!
+//! [`merge`] combines lists (noisy-or of confidences), [`rank_to_types`] turns a ranking into the
+//! localisation answer, and [`rc`], [`pr`], [`f3`] score it against a ground truth over fault
+//! types, as the study did (§4).
+//!
+//! Neither engine reads a subject's ground truth (`[fix]`, `fixed.json`, `fault.json`) or its
+//! directory name: only the config, the search space, the task and metric, and the trace.
+
+mod arch;
+pub mod monitors;
+pub mod rules;
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use reprolab_core::{Config, FaultLabel, FaultType, Subject};
+use reprolab_repair::normalize_type;
+use serde::{Deserialize, Serialize};
+
+pub use monitors::{LayerMap, dynamic_monitors, layer_map};
+pub use rules::static_rules;
+
+/// The confidence a suspect needs to be part of the localisation answer ([`rank_to_types`]).
+/// Rules that only hint at a fault (non-zero bias init, few epochs, a slow optimiser setting)
+/// stay below it unless other evidence for the same fault adds up (see [`merge`]).
+pub const THRESHOLD: f64 = 0.5;
+
+/// A suspected fault.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Suspect {
+    /// Fault type and, for layer-specific types, the config layer indices (`ACH(2)`).
+    pub label: FaultLabel,
+    /// In [0, 1].
+    pub confidence: f64,
+    /// Why: the rule or symptom with the observed numbers.
+    pub evidence: String,
+    /// A concrete config change, e.g. `act2: sigmoid -> softmax`; only values the search space
+    /// accepts.
+    pub suggestion: Option<String>,
+    /// The rule or monitor id (`out-softmax-binary-ce`, `dying-relu`, …); merged suspects join
+    /// their sources with `+`.
+    pub source: String,
+}
+
+impl Suspect {
+    pub fn new(
+        label: FaultLabel,
+        confidence: f64,
+        source: impl Into<String>,
+        evidence: impl Into<String>,
+    ) -> Self {
+        Suspect {
+            label,
+            confidence: confidence.clamp(0.0, 1.0),
+            evidence: evidence.into(),
+            suggestion: None,
+            source: source.into(),
+        }
+    }
+
+    /// With a suggested change (kept `None` when `s` is `None`).
+    pub fn suggest(mut self, s: Option<String>) -> Self {
+        self.suggestion = s;
+        self
+    }
+}
+
+impl fmt::Display for Suspect {
+    /// `ACH(2) 0.70 [out-softmax-binary-ce] evidence (suggest: act2: softmax -> sigmoid)`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {:.2} [{}] {}",
+            self.label, self.confidence, self.source, self.evidence
+        )?;
+        if let Some(s) = &self.suggestion {
+            write!(f, " (suggest: {s})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Static and dynamic suspects merged: [`static_rules`], plus [`dynamic_monitors`] when a trace
+/// is given.
+pub fn localize(
+    subject: &Subject,
+    config: &Config,
+    trace: Option<&[serde_json::Value]>,
+) -> Vec<Suspect> {
+    let mut lists = vec![static_rules(subject, config)];
+    if let Some(t) = trace {
+        lists.push(dynamic_monitors(subject, config, t));
+    }
+    merge(&lists)
+}
+
+/// Merges suspect lists: suspects with the same fault type and layers become one, with
+/// confidence `1 − Π(1 − cᵢ)` (independent evidence adds up), the distinct evidences joined with
+/// `"; "`, the distinct sources with `+`, and the suggestion of the most confident contributor
+/// (the first one given on ties; the first available when that one has none). The result is
+/// ranked by confidence, highest first; the sort is stable, so ties keep the order in which
+/// their first contributor appears (list by list).
+pub fn merge(lists: &[Vec<Suspect>]) -> Vec<Suspect> {
+    struct Acc {
+        s: Suspect,
+        keep: f64,
+        best: f64,
+        evidences: Vec<String>,
+        sources: Vec<String>,
+    }
+    let mut acc: Vec<Acc> = Vec::new();
+    for s in lists.iter().flatten() {
+        let c = if s.confidence.is_nan() {
+            0.0
+        } else {
+            s.confidence.clamp(0.0, 1.0)
+        };
+        match acc.iter_mut().find(|a| a.s.label == s.label) {
+            None => acc.push(Acc {
+                s: s.clone(),
+                keep: 1.0 - c,
+                best: c,
+                evidences: vec![s.evidence.clone()],
+                sources: vec![s.source.clone()],
+            }),
+            Some(a) => {
+                a.keep *= 1.0 - c;
+                if !a.evidences.contains(&s.evidence) {
+                    a.evidences.push(s.evidence.clone());
+                }
+                if !a.sources.contains(&s.source) {
+                    a.sources.push(s.source.clone());
+                }
+                if s.suggestion.is_some() && (c > a.best || a.s.suggestion.is_none()) {
+                    a.s.suggestion = s.suggestion.clone();
+                }
+                a.best = a.best.max(c);
+            }
+        }
+    }
+    let mut out: Vec<Suspect> = acc
+        .into_iter()
+        .map(|a| Suspect {
+            confidence: (1.0 - a.keep).clamp(0.0, 1.0),
+            evidence: a.evidences.join("; "),
+            source: a.sources.join("+"),
+            ..a.s
+        })
+        .collect();
+    out.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+    out
+}
+
+/// The localisation answer: suspects with confidence `≥` [`THRESHOLD`], in ranking order
+/// (highest confidence first, stable), grouped by fault type normalised with
+/// [`normalize_type`] (`ARM`/`AAL` → `ACH`, `LRM` → `LAD`) — the layers of a group are the union
+/// of its suspects' layers — and at most `max` types. Pass a [`merge`]d list so that confidences
+/// from several rules have been combined.
+pub fn rank_to_types(suspects: &[Suspect], max: usize) -> Vec<FaultLabel> {
+    let mut ranked: Vec<&Suspect> = suspects
+        .iter()
+        .filter(|s| s.confidence >= THRESHOLD)
+        .collect();
+    ranked.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+    let mut groups: Vec<(FaultType, BTreeSet<u32>)> = Vec::new();
+    for s in ranked {
+        let t = normalize_type(s.label.fault);
+        match groups.iter_mut().find(|(g, _)| *g == t) {
+            Some((_, layers)) => layers.extend(s.label.layers.iter().copied()),
+            None => {
+                if groups.len() >= max {
+                    continue;
+                }
+                groups.push((t, s.label.layers.iter().copied().collect()));
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(t, layers)| {
+            if t.is_layer_specific() {
+                FaultLabel::with_layers(t, layers)
+            } else {
+                FaultLabel::new(t)
+            }
+        })
+        .collect()
+}
+
+/// The normalised fault types of labels ([`normalize_type`]; layers dropped).
+pub fn types_of<'a>(labels: impl IntoIterator<Item = &'a FaultLabel>) -> BTreeSet<FaultType> {
+    labels
+        .into_iter()
+        .map(|l| normalize_type(l.fault))
+        .collect()
+}
+
+fn normalized(set: &BTreeSet<FaultType>) -> BTreeSet<FaultType> {
+    set.iter().copied().map(normalize_type).collect()
+}
+
+/// Recall `RC = |FT_loc ∩ FT_gt| / |FT_gt|` over normalised fault types; 0 when the ground
+/// truth is empty.
+pub fn rc(found: &BTreeSet<FaultType>, gt: &BTreeSet<FaultType>) -> f64 {
+    let (f, g) = (normalized(found), normalized(gt));
+    if g.is_empty() {
+        return 0.0;
+    }
+    f.intersection(&g).count() as f64 / g.len() as f64
+}
+
+/// Precision `PR = |FT_loc ∩ FT_gt| / |FT_loc|` over normalised fault types; 0 when nothing
+/// was found.
+pub fn pr(found: &BTreeSet<FaultType>, gt: &BTreeSet<FaultType>) -> f64 {
+    let (f, g) = (normalized(found), normalized(gt));
+    if f.is_empty() {
+        return 0.0;
+    }
+    f.intersection(&g).count() as f64 / f.len() as f64
+}
+
+/// `F3 = (1 + 3²)·PR·RC / (3²·PR + RC) = 10·PR·RC / (9·PR + RC)`; 0 when both are 0.
+pub fn f3(pr: f64, rc: f64) -> f64 {
+    let den = 9.0 * pr + rc;
+    if den <= 0.0 {
+        return 0.0;
+    }
+    10.0 * pr * rc / den
+}
+
+/// RC, PR and F3 of one localisation answer.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Score {
+    pub rc: f64,
+    pub pr: f64,
+    pub f3: f64,
+}
+
+/// Scores an answer (labels) against ground-truth labels over normalised fault types.
+pub fn score(found: &[FaultLabel], gt: &[FaultLabel]) -> Score {
+    let (f, g) = (types_of(found), types_of(gt));
+    let (rc, pr) = (rc(&f, &g), pr(&f, &g));
+    Score {
+        rc,
+        pr,
+        f3: f3(pr, rc),
+    }
+}

@@ -1,0 +1,1184 @@
+//! Dynamic monitors over one traced training (AutoTrainer and DeepDiagnosis signals, reference
+//! §8). AutoTrainer's symptoms come from `reprolab_repair::symptoms::detect` (same thresholds);
+//! the DeepDiagnosis-style checks are added here.
+//!
+//! | id | symptom | suspects |
+//! |---|---|---|
+//! | `nan-loss` | NaN/Inf in training, loss ≥ 1e3, or weights turning non-finite | HLR 0.75; ACH(i) 0.5 of exponential layers; LCH 0.45 with poisson/MSLE/MAPE |
+//! | `nan-loss` | only a loss ≥ 1e3 that is finite in every epoch and not growing (the loss' scale) | LCH 0.45, HLR 0.3 |
+//! | `exploding-gradient` | ‖g_first‖/‖g_last‖ > 70 or a non-finite gradient | HLR 0.7; ACH(i) 0.5 of exponential layers |
+//! | `vanishing-gradient` | ‖g_first‖/‖g_last‖ < 1e-3 and ‖g_first‖ < 1e-4 | ACH(i) 0.6 of saturating hidden layers; WCI(first) 0.35; HLR 0.25 |
+//! | `dying-relu` | a relu layer with dead_frac ≥ 0.7, or grad_zero_frac ≥ 0.7 while gradient reaches it from above | ACH(i) 0.45, HLR 0.5, WCI(i) 0.3; dead already at the first batch (initial weights): WCI(i) 0.55, ACH(i) 0.35 |
+//! | `saturation` | a hidden sigmoid/tanh/softsign/hard_sigmoid layer with saturated_frac > 0.5 in ≥ ⅓ of the epochs | ACH(i) 0.55, WCI(i) 0.35 |
+//! | `zero-weights` | a layer whose weight norm is 0 at the first epoch | WCI(i) 0.6 |
+//! | `zero-gradient` | a hidden layer with grad_norm ≤ 1e-7 in ≥ half the epochs, not blocked from above | WCI(i) 0.45; ACH(i) 0.4 for relu/saturating layers alive at the first batch |
+//! | `unchanged-weights` | no layer's weight norm changes (relative 1e-7) over 5 consecutive epochs | HLR 0.5, OCH 0.35 (×0.3 when a layer without gradient explains it) |
+//! | `loss-flat` | the best loss is within 0.1% of the first epoch's (≥ 3 epochs) | HLR 0.45, OCH 0.35, LCH 0.35 |
+//! | `loss-diverging` | the last loss > 1.5 × the first and > 2 × the best | HLR 0.6 |
+//! | `acc-flat` | training accuracy constant (spread < 0.005) over ≥ 5 epochs | LCH 0.4, ACH(last) 0.4, HLR 0.3 |
+//! | `not-converging` | AutoTrainer's slow convergence: max acc and val_acc < 0.6, no epoch gains ≥ 0.01 | HLR 0.45, OCH 0.4, HNE 0.3 |
+//! | `unstable` | AutoTrainer's oscillation: ≥ 0.2·epochs pairs of extrema differing ≥ 0.03 | HLR 0.45, HBS 0.4 |
+//! | `still-improving` | the validation accuracy (loss for regression) still gains ≥ 0.02 (drops ≥ 5%) over the last quarter of the epochs and is at its best | HNE 0.45 (0.6 for ≥ 0.05 / ≥ 15%) |
+//! | `output-pinned` | softmax output with mean \|out\| = 1 (a single unit) | ACH(last) 0.85 |
+//! | `output-pinned` | non-softmax output whose mean \|out\| never changes | ACH(last) 0.5, LCH 0.45 |
+//! | `output-pinned` | classification sigmoid output with mean \|out\| ≥ 0.99 or ≤ 0.01 in every epoch after the first | LCH 0.5, ACH(last) 0.35 |
+//! | `output-no-gradient` | the output layer's gradient norm is 0 in ≥ half the epochs, output not saturated | LCH 0.6; softmax output: ACH(last) 0.7, LCH 0.3; relu/hard_sigmoid output: ACH(last) 0.5, LCH 0.4 |
+//! | `output-no-gradient` | the same with a saturated output (mean saturated_frac ≥ 0.5) | HLR 0.4, ACH(last) 0.3 |
+//! | `large-activations` | a hidden layer with mean \|out\| ≥ 10, grown ≥ 10× from the first batch | HLR 0.55 (0.4 when exponential) |
+//! | `large-activations` | the same, large from the first batch | WCI(i) 0.35, CPP 0.3 |
+//! | `large-activations` | either, on an exponential layer | ACH(i) 0.5 |
+//!
+//! "Blocked from above" (record by record): the next layer has all-zero weights, is mostly dead
+//! (dead_frac ≥ 0.7), or gets no gradient itself (the output layer with gradient norm 0, a hidden
+//! layer with zero gradient that is blocked in turn). Zero gradients of a blocked layer are a
+//! consequence, not a fault of that layer.
+//!
+//! The generic "nothing moves" monitors (`zero-gradient`, `unchanged-weights`, `loss-flat`,
+//! `acc-flat`, `not-converging`) see one symptom through correlated signals: per fault label they
+//! count once, with the largest of their confidences (not the noisy-or of [`crate::merge`]). When
+//! a pinned output or a gradient-less output layer explains the run (the first `output-pinned`
+//! case, the first `output-no-gradient` case), they report at 30% of their confidence.
+//!
+//! Trace layers are mapped to config layer indices with [`layer_map`].
+
+use reprolab_core::{Config, FaultLabel, FaultType, Subject, Task};
+use reprolab_repair::{EpochRecord, LayerRecord, SymptomKind, Thresholds, detect, parse_trace};
+use serde_json::Value;
+
+use crate::Suspect;
+use crate::arch::{Arch, SATURATING, canon, fmt_num};
+
+/// How trace layers map to config layer indices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerMap {
+    /// Config index of each trace layer, in trace order.
+    pub indices: Vec<u32>,
+    /// `structure`, `activations` or `order` (see [`layer_map`]).
+    pub how: &'static str,
+}
+
+/// Maps the parametrised layers of a trace (model order) to config layer indices.
+///
+/// The study-style programs build, in order, layer `i` for every `act<i>` key, repeated
+/// `layer<i>` times when the config has that key (an optional block, 0..2), else once; pooling,
+/// flattening and dropout have no parameters and do not appear in traces. When the trace has
+/// exactly that many layers they map position by position (`structure`). Otherwise each trace
+/// layer is matched to a config index by its `act` field, moving forward through the indices
+/// and allowing a repeated block to stay on its index (`activations`); without activation
+/// names, by order, with surplus layers on the last index (`order`). The last trace layer is
+/// always the output layer (the largest `act<i>` index).
+pub fn layer_map(config: &Config, layers: &[LayerRecord]) -> LayerMap {
+    let acts: Vec<(u32, String)> = crate::arch::indexed(config, "act")
+        .into_iter()
+        .map(|(i, v)| {
+            let a = match v {
+                Value::String(s) => canon(s),
+                Value::Null => "linear".into(),
+                o => canon(&o.to_string()),
+            };
+            (i, a)
+        })
+        .collect();
+    let n = layers.len();
+    if acts.is_empty() {
+        return LayerMap {
+            indices: (0..n as u32).collect(),
+            how: "order",
+        };
+    }
+    let mult = |i: u32| -> u64 {
+        config
+            .get(&format!("layer{i}"))
+            .map(|v| v.as_u64().unwrap_or(1))
+            .unwrap_or(1)
+    };
+    let expanded: Vec<u32> = acts
+        .iter()
+        .flat_map(|(i, _)| std::iter::repeat_n(*i, mult(*i) as usize))
+        .collect();
+    if expanded.len() == n {
+        return LayerMap {
+            indices: expanded,
+            how: "structure",
+        };
+    }
+    let last = acts.last().map(|(i, _)| *i).unwrap_or(0);
+    let have_acts = layers.iter().all(|l| l.act.is_some());
+    let mut indices = Vec::with_capacity(n);
+    if have_acts {
+        let mut cur: usize = 0;
+        let mut started = false;
+        for l in layers {
+            let a = canon(l.act.as_deref().unwrap_or(""));
+            let next = if started { cur + 1 } else { cur };
+            let pos = if next < acts.len() && acts[next].1 == a {
+                next
+            } else if started && acts[cur].1 == a {
+                cur
+            } else {
+                (next..acts.len())
+                    .find(|&k| acts[k].1 == a)
+                    .unwrap_or(next.min(acts.len() - 1))
+            };
+            cur = pos;
+            started = true;
+            indices.push(acts[pos].0);
+        }
+        if let Some(x) = indices.last_mut() {
+            *x = last;
+        }
+        return LayerMap {
+            indices,
+            how: "activations",
+        };
+    }
+    for j in 0..n {
+        indices.push(acts.get(j).map(|(i, _)| *i).unwrap_or(last));
+    }
+    if let Some(x) = indices.last_mut() {
+        *x = last;
+    }
+    LayerMap {
+        indices,
+        how: "order",
+    }
+}
+
+struct Ctx<'a> {
+    a: Arch<'a>,
+    records: Vec<EpochRecord>,
+    map: LayerMap,
+    out: Vec<Suspect>,
+    /// Suspects of the correlated "nothing moves" monitors, combined by maximum (not noisy-or)
+    /// at the end: they see one symptom through several signals.
+    stall: Vec<Suspect>,
+    /// A pinned output explains a run where nothing moves.
+    explained: bool,
+    /// Some hidden layer gets no gradient (dead from the initial weights, all-zero weights, zero
+    /// gradient): unchanged weights are explained by it, not by the learning rate.
+    frozen: bool,
+}
+
+impl Ctx<'_> {
+    fn push(&mut self, s: Suspect) {
+        self.out.push(s);
+    }
+
+    /// Pushes a generic "nothing moves" suspect, at 30% of its confidence when explained.
+    fn push_generic(&mut self, mut s: Suspect) {
+        if self.explained {
+            s.confidence *= 0.3;
+            s.evidence
+                .push_str(" (likely explained by the output layer)");
+        }
+        self.stall.push(s);
+    }
+
+    /// The stall suspects, one per label, with the largest confidence of its contributors.
+    fn collapse_stall(&mut self) {
+        let stall = std::mem::take(&mut self.stall);
+        for mut m in crate::merge(std::slice::from_ref(&stall)) {
+            m.confidence = stall
+                .iter()
+                .filter(|s| s.label == m.label)
+                .map(|s| s.confidence)
+                .fold(0.0, f64::max);
+            self.out.push(m);
+        }
+    }
+
+    /// Whether, in record `k`, no gradient can flow back into layer `j` from above: the next
+    /// layer has all-zero weights, is mostly dead (dead_frac ≥ 0.7), or itself gets none (the
+    /// output layer with a zero gradient norm, a hidden layer with zero gradient that is blocked
+    /// in turn).
+    fn blocked(&self, k: usize, j: usize) -> bool {
+        let Some(r) = self.records.get(k) else {
+            return false;
+        };
+        let n = r.layers.len();
+        let Some(next) = r.layers.get(j + 1) else {
+            return false;
+        };
+        if next.weight_norm.is_some_and(|w| w <= 1e-12) {
+            return true;
+        }
+        let zero_grad = next.grad_norm.is_some_and(|g| g <= 1e-12);
+        if j + 2 == n {
+            return zero_grad;
+        }
+        next.dead_frac.is_some_and(|d| d >= 0.7) || (zero_grad && self.blocked(k, j + 1))
+    }
+
+    fn n_layers(&self) -> usize {
+        self.records
+            .iter()
+            .map(|r| r.layers.len())
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn idx(&self, j: usize) -> u32 {
+        self.map
+            .indices
+            .get(j)
+            .copied()
+            .unwrap_or_else(|| self.a.last.unwrap_or(j as u32))
+    }
+
+    fn act_of(&self, j: usize) -> Option<String> {
+        let i = self.idx(j);
+        self.records
+            .iter()
+            .find_map(|r| r.layers.get(j).and_then(|l| l.act.clone()))
+            .map(|s| canon(&s))
+            .or_else(|| self.a.acts.get(&i).cloned())
+    }
+
+    fn is_output(&self, j: usize) -> bool {
+        j + 1 == self.n_layers()
+    }
+
+    /// Values of one layer field over epochs (finite ones, with epoch numbers).
+    fn series(&self, j: usize, f: impl Fn(&LayerRecord) -> Option<f64>) -> Vec<(u64, f64)> {
+        self.records
+            .iter()
+            .enumerate()
+            .filter_map(|(k, r)| {
+                let v = f(r.layers.get(j)?)?;
+                v.is_finite().then_some((r.epoch.unwrap_or(k as u64), v))
+            })
+            .collect()
+    }
+
+    fn exp_layers(&self) -> Vec<u32> {
+        (0..self.n_layers())
+            .filter(|&j| self.act_of(j).as_deref() == Some("exponential"))
+            .map(|j| self.idx(j))
+            .collect()
+    }
+
+    fn lr_down(&self) -> Option<String> {
+        let lr = self.a.num("lr")?;
+        self.a.suggest_lr(&[lr / 10.0, lr / 100.0])
+    }
+
+    fn lr_up(&self) -> Option<String> {
+        let lr = self.a.num("lr")?;
+        self.a.suggest_lr(&[lr * 10.0, lr * 3.0])
+    }
+
+    fn more_epochs(&self) -> Option<String> {
+        let e = self.a.num("epochs")?;
+        if let Some(xs) = self.a.choice_numbers("epochs") {
+            let target = xs
+                .iter()
+                .copied()
+                .find(|x| *x >= e * 1.5)
+                .or_else(|| xs.last().copied().filter(|x| *x > e))?;
+            let v = self.a.choice_value_near("epochs", target)?;
+            return self.a.suggest("epochs", &[v]);
+        }
+        self.a
+            .suggest("epochs", &[Value::from((e * 2.0).round() as i64)])
+    }
+
+    fn other_optimizer(&self) -> Option<String> {
+        self.a.suggest_str("optimizer", &["adam", "rmsprop", "sgd"])
+    }
+}
+
+/// Every dynamic monitor that fires on `trace` (the per-epoch records of one training of
+/// `config`, as `docs/architecture.md` describes), merged and ranked (see [`crate::merge`]).
+/// An empty trace gives nothing.
+pub fn dynamic_monitors(subject: &Subject, config: &Config, trace: &[Value]) -> Vec<Suspect> {
+    let records = parse_trace(trace);
+    if records.is_empty() {
+        return Vec::new();
+    }
+    let widest = records
+        .iter()
+        .max_by_key(|r| r.layers.len())
+        .map(|r| r.layers.clone())
+        .unwrap_or_default();
+    let map = layer_map(config, &widest);
+    let mut cx = Ctx {
+        a: Arch::new(subject, config),
+        records,
+        map,
+        out: Vec::new(),
+        stall: Vec::new(),
+        explained: false,
+        frozen: false,
+    };
+    output_pinned(&mut cx);
+    output_no_gradient(&mut cx);
+    autotrainer(&mut cx);
+    saturation(&mut cx);
+    zero_weights(&mut cx);
+    zero_gradient(&mut cx);
+    unchanged_weights(&mut cx);
+    loss_curve(&mut cx);
+    acc_flat(&mut cx);
+    still_improving(&mut cx);
+    large_activations(&mut cx);
+    cx.collapse_stall();
+    crate::merge(&[cx.out])
+}
+
+fn label(t: FaultType) -> FaultLabel {
+    FaultLabel::new(t)
+}
+
+fn layer_label(t: FaultType, i: u32) -> FaultLabel {
+    FaultLabel::with_layers(t, [i])
+}
+
+fn autotrainer(cx: &mut Ctx) {
+    let th = Thresholds::default();
+    let symptoms = detect(&cx.records);
+    for s in symptoms {
+        let ev = format!("{}: {}", s.name, s.evidence);
+        match s.kind {
+            SymptomKind::NanLoss | SymptomKind::ExplodingGradient => {
+                let (id, mut c) = if s.kind == SymptomKind::NanLoss {
+                    ("nan-loss", 0.75)
+                } else {
+                    ("exploding-gradient", 0.7)
+                };
+                // A loss that is finite but huge from the first epoch on, and does not grow,
+                // is the loss' scale (MAPE on 0/1 labels), not a divergence.
+                let finite_big = s.kind == SymptomKind::NanLoss && {
+                    let l: Vec<f64> = cx.records.iter().filter_map(|r| r.loss).collect();
+                    !cx.records.iter().any(|r| r.nan)
+                        && l.len() == cx.records.len()
+                        && l.iter().all(|x| x.is_finite())
+                        && l.last() <= l.first()
+                };
+                if finite_big {
+                    c = 0.3;
+                }
+                let sugg = cx.lr_down();
+                cx.push(Suspect::new(label(FaultType::HLR), c, id, ev.clone()).suggest(sugg));
+                for i in cx.exp_layers() {
+                    let sugg = cx.a.suggest_str(&format!("act{i}"), &["relu", "tanh"]);
+                    cx.push(
+                        Suspect::new(
+                            layer_label(FaultType::ACH, i),
+                            0.5,
+                            id,
+                            format!("{ev}; act{i} = exponential is unbounded"),
+                        )
+                        .suggest(sugg),
+                    );
+                }
+                if finite_big {
+                    let fitting: &[&str] = if cx.a.subject.task == Task::Regression {
+                        &["mean_squared_error"]
+                    } else {
+                        match cx.a.last_act().map(|x| x.1) {
+                            Some("sigmoid") | Some("hard_sigmoid") => &["binary_crossentropy"],
+                            _ => &["categorical_crossentropy"],
+                        }
+                    };
+                    let sugg = cx.a.suggest_str("loss", fitting);
+                    cx.push(
+                        Suspect::new(
+                            label(FaultType::LCH),
+                            0.45,
+                            id,
+                            format!(
+                                "{ev}; finite and not growing: the loss' scale, not a divergence"
+                            ),
+                        )
+                        .suggest(sugg),
+                    );
+                } else if s.kind == SymptomKind::NanLoss
+                    && let Some(loss) = cx.a.loss()
+                    && matches!(
+                        loss.as_str(),
+                        "poisson"
+                            | "mean_squared_logarithmic_error"
+                            | "mean_absolute_percentage_error"
+                    )
+                {
+                    let sugg = cx.a.suggest_str("loss", &["mean_squared_error"]);
+                    cx.push(
+                        Suspect::new(
+                            label(FaultType::LCH),
+                            0.45,
+                            id,
+                            format!("{ev}; loss {loss} is numerically fragile"),
+                        )
+                        .suggest(sugg),
+                    );
+                }
+            }
+            SymptomKind::VanishingGradient => {
+                let sat: Vec<(usize, String)> = (0..cx.n_layers())
+                    .filter(|&j| !cx.is_output(j))
+                    .filter_map(|j| cx.act_of(j).map(|a| (j, a)))
+                    .filter(|(_, a)| SATURATING.contains(&a.as_str()))
+                    .collect();
+                for (j, act) in sat {
+                    let i = cx.idx(j);
+                    let sugg = cx.a.suggest_str(&format!("act{i}"), &["relu", "elu"]);
+                    cx.push(
+                        Suspect::new(
+                            layer_label(FaultType::ACH, i),
+                            0.6,
+                            "vanishing-gradient",
+                            format!("{ev}; act{i} = {act} saturates"),
+                        )
+                        .suggest(sugg),
+                    );
+                }
+                let first = cx.idx(0);
+                let sugg =
+                    cx.a.suggest_str(&format!("ki{first}"), &["he_uniform", "glorot_uniform"]);
+                cx.push(
+                    Suspect::new(
+                        layer_label(FaultType::WCI, first),
+                        0.35,
+                        "vanishing-gradient",
+                        ev.clone(),
+                    )
+                    .suggest(sugg),
+                );
+                let sugg = cx.lr_up();
+                cx.push(
+                    Suspect::new(label(FaultType::HLR), 0.25, "vanishing-gradient", ev)
+                        .suggest(sugg),
+                );
+            }
+            SymptomKind::DyingRelu => dying_relu(cx, &th),
+            SymptomKind::Unstable => {
+                let sugg = cx.lr_down();
+                cx.push(
+                    Suspect::new(label(FaultType::HLR), 0.45, "unstable", ev.clone()).suggest(sugg),
+                );
+                let bs = cx.a.num("batch_size").unwrap_or(32.0);
+                let sugg =
+                    cx.a.choice_value_near("batch_size", bs * 4.0)
+                        .and_then(|v| cx.a.suggest("batch_size", &[v]));
+                cx.push(Suspect::new(label(FaultType::HBS), 0.4, "unstable", ev).suggest(sugg));
+            }
+            SymptomKind::NotConverging => {
+                let sugg = cx.lr_up();
+                cx.push_generic(
+                    Suspect::new(label(FaultType::HLR), 0.45, "not-converging", ev.clone())
+                        .suggest(sugg),
+                );
+                let sugg = cx.other_optimizer();
+                cx.push_generic(
+                    Suspect::new(label(FaultType::OCH), 0.4, "not-converging", ev.clone())
+                        .suggest(sugg),
+                );
+                let sugg = cx.more_epochs();
+                cx.push_generic(
+                    Suspect::new(label(FaultType::HNE), 0.3, "not-converging", ev).suggest(sugg),
+                );
+            }
+        }
+    }
+    // Weights that turn non-finite (null weight norm after a finite one) without a NaN flag.
+    if !cx.out.iter().any(|s| s.source == "nan-loss") {
+        for j in 0..cx.n_layers() {
+            let mut seen_finite = false;
+            let mut bad: Option<u64> = None;
+            for (k, r) in cx.records.iter().enumerate() {
+                match r.layers.get(j).map(|l| l.weight_norm) {
+                    Some(Some(w)) if w.is_finite() => seen_finite = true,
+                    Some(_) if seen_finite => {
+                        bad = Some(r.epoch.unwrap_or(k as u64));
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(e) = bad {
+                let i = cx.idx(j);
+                let sugg = cx.lr_down();
+                cx.push(
+                    Suspect::new(
+                        label(FaultType::HLR),
+                        0.75,
+                        "nan-loss",
+                        format!("epoch {e}: the weights of layer {i} became non-finite"),
+                    )
+                    .suggest(sugg),
+                );
+                break;
+            }
+        }
+    }
+}
+
+/// Dying ReLU per layer (AutoTrainer's test): `dead_frac ≥ 0.7`, or `grad_zero_frac ≥ 0.7` in an
+/// epoch where some gradient reaches the output layer and the layer is not blocked from above
+/// (see `Ctx::blocked`; then the zeros come from above, not from the ReLU). Dead from the first record (the first batch, initial weights) points
+/// at the initialisation; dying later at the activation and the learning rate.
+fn dying_relu(cx: &mut Ctx, th: &Thresholds) {
+    let n = cx.n_layers();
+    if n == 0 {
+        return;
+    }
+    let arrives: Vec<bool> = cx
+        .records
+        .iter()
+        .map(|r| {
+            r.layers
+                .get(n - 1)
+                .and_then(|l| l.grad_norm)
+                .is_none_or(|g| g > 1e-12)
+        })
+        .collect();
+    let mut any_later = false;
+    let mut first_ev: Option<String> = None;
+    for j in 0..n {
+        if cx.act_of(j).as_deref() != Some("relu") {
+            continue;
+        }
+        let mut worst = f64::NEG_INFINITY;
+        let mut first: Option<usize> = None;
+        for (k, r) in cx.records.iter().enumerate() {
+            let Some(l) = r.layers.get(j) else { continue };
+            let dead = l.dead_frac.filter(|x| x.is_finite()).unwrap_or(0.0);
+            let zero = if arrives[k] && !cx.blocked(k, j) {
+                l.grad_zero_frac.filter(|x| x.is_finite()).unwrap_or(0.0)
+            } else {
+                0.0
+            };
+            let v = dead.max(zero);
+            if v >= th.dying_frac {
+                worst = worst.max(v);
+                first.get_or_insert(k);
+            }
+        }
+        let Some(k0) = first else { continue };
+        let i = cx.idx(j);
+        let at_init = k0 == 0
+            && cx.records[0]
+                .layers
+                .get(j)
+                .and_then(|l| l.dead_frac)
+                .is_some_and(|d| d >= th.dying_frac);
+        let ev = format!(
+            "dying_relu: layer {i} (act{i} = relu) has up to {} dead units or zero gradients \
+             (threshold {}) from epoch {}{}",
+            fmt_num(worst),
+            th.dying_frac,
+            cx.records[k0].epoch.unwrap_or(k0 as u64),
+            if at_init {
+                ", already at the initial weights"
+            } else {
+                ""
+            }
+        );
+        first_ev.get_or_insert(ev.clone());
+        let (c_ach, c_wci) = if at_init { (0.35, 0.55) } else { (0.45, 0.3) };
+        any_later |= !at_init;
+        cx.frozen |= at_init;
+        let sugg = cx.a.suggest_str(&format!("act{i}"), &["selu", "elu"]);
+        cx.push(
+            Suspect::new(
+                layer_label(FaultType::ACH, i),
+                c_ach,
+                "dying-relu",
+                ev.clone(),
+            )
+            .suggest(sugg),
+        );
+        let sugg =
+            cx.a.suggest_str(&format!("ki{i}"), &["he_uniform", "glorot_uniform"]);
+        cx.push(
+            Suspect::new(layer_label(FaultType::WCI, i), c_wci, "dying-relu", ev).suggest(sugg),
+        );
+    }
+    if any_later && let Some(ev) = first_ev {
+        let sugg = cx.lr_down();
+        cx.push(Suspect::new(label(FaultType::HLR), 0.5, "dying-relu", ev).suggest(sugg));
+    }
+}
+
+/// No gradient reaches the output layer (its gradient norm is 0 in at least half the epochs):
+/// the loss is constant in the output, or the output activation passes no gradient. A
+/// saturated output points at weights that blew up instead.
+fn output_no_gradient(cx: &mut Ctx) {
+    let n = cx.n_layers();
+    if n == 0 || cx.explained {
+        return;
+    }
+    let j = n - 1;
+    let g = cx.series(j, |l| l.grad_norm);
+    let zero = g.iter().filter(|(_, v)| *v <= 1e-12).count();
+    if g.len() < 2 || (zero as f64) < g.len() as f64 / 2.0 {
+        return;
+    }
+    let i = cx.idx(j);
+    let act = cx.act_of(j).unwrap_or_default();
+    let sat = cx.series(j, |l| l.saturated_frac);
+    let saturated =
+        !sat.is_empty() && sat.iter().map(|x| x.1).sum::<f64>() / sat.len() as f64 >= 0.5;
+    let ev = format!(
+        "output layer {i} ({act}) receives no gradient (norm 0) in {zero} of {} epochs",
+        g.len()
+    );
+    if saturated {
+        let ev = format!("{ev}: the output saturates");
+        let sugg = cx.lr_down();
+        cx.push(
+            Suspect::new(label(FaultType::HLR), 0.4, "output-no-gradient", ev.clone())
+                .suggest(sugg),
+        );
+        cx.push(Suspect::new(
+            layer_label(FaultType::ACH, i),
+            0.3,
+            "output-no-gradient",
+            ev,
+        ));
+        return;
+    }
+    let ev = format!("{ev}: the loss is constant in the output, or {act} passes no gradient");
+    let classification = cx.a.subject.task == Task::Classification;
+    let fitting: &[&str] = if !classification {
+        &["mean_squared_error"]
+    } else if act == "sigmoid" || act == "hard_sigmoid" {
+        &["binary_crossentropy"]
+    } else {
+        &["categorical_crossentropy"]
+    };
+    // Unsaturated, only a softmax over one unit, a dead relu or a clipped hard_sigmoid passes
+    // exactly no gradient; otherwise the loss is flat in the output.
+    let (c_lch, c_ach) = match act.as_str() {
+        "softmax" => (0.3, 0.7),
+        "relu" | "hard_sigmoid" => (0.4, 0.5),
+        _ => (0.6, 0.0),
+    };
+    let sugg = cx.a.suggest_str("loss", fitting);
+    cx.push(
+        Suspect::new(
+            label(FaultType::LCH),
+            c_lch,
+            "output-no-gradient",
+            ev.clone(),
+        )
+        .suggest(sugg),
+    );
+    if c_ach > 0.0 {
+        cx.push(Suspect::new(
+            layer_label(FaultType::ACH, i),
+            c_ach,
+            "output-no-gradient",
+            ev,
+        ));
+    }
+    cx.explained = true;
+}
+
+fn output_pinned(cx: &mut Ctx) {
+    let n = cx.n_layers();
+    if n == 0 {
+        return;
+    }
+    let j = n - 1;
+    let i = cx.idx(j);
+    let act = cx.act_of(j).unwrap_or_default();
+    let outs = cx.series(j, |l| l.mean_abs_out);
+    if outs.len() < 2 {
+        return;
+    }
+    let key = format!("act{i}");
+    let classification = cx.a.subject.task == Task::Classification;
+    let lo = outs.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+    let hi = outs.iter().map(|x| x.1).fold(f64::NEG_INFINITY, f64::max);
+    if act == "softmax" {
+        if outs.iter().all(|(_, v)| (v - 1.0).abs() <= 1e-4) {
+            let to: &[&str] = if classification {
+                &["sigmoid"]
+            } else {
+                &["linear"]
+            };
+            let sugg = cx.a.suggest_str(&key, to);
+            cx.push(
+                Suspect::new(
+                    layer_label(FaultType::ACH, i),
+                    0.85,
+                    "output-pinned",
+                    format!(
+                        "output layer {i} (softmax) has mean |out| = {} in all {} epochs: a \
+                         softmax over a single unit is constant 1 and passes no gradient",
+                        fmt_num(hi),
+                        outs.len()
+                    ),
+                )
+                .suggest(sugg),
+            );
+            cx.explained = true;
+        }
+        return;
+    }
+    if outs.len() >= 3 && hi - lo <= 1e-6 * hi.abs().max(1.0) {
+        let sugg = cx.a.suggest_str(
+            &key,
+            if classification {
+                &["softmax", "sigmoid"]
+            } else {
+                &["linear"]
+            },
+        );
+        let ev = format!(
+            "output layer {i} ({act}) has the same mean |out| = {} in all {} epochs: constant \
+             predictions",
+            fmt_num(hi),
+            outs.len()
+        );
+        cx.push(
+            Suspect::new(
+                layer_label(FaultType::ACH, i),
+                0.5,
+                "output-pinned",
+                ev.clone(),
+            )
+            .suggest(sugg),
+        );
+        cx.push(Suspect::new(
+            label(FaultType::LCH),
+            0.45,
+            "output-pinned",
+            ev,
+        ));
+        return;
+    }
+    if classification && (act == "sigmoid" || act == "hard_sigmoid") && outs.len() >= 3 {
+        let later = &outs[1..];
+        let all_high = later.iter().all(|(_, v)| *v >= 0.99);
+        let all_low = later.iter().all(|(_, v)| *v <= 0.01);
+        if all_high || all_low {
+            let ev = format!(
+                "output layer {i} ({act}) has mean |out| {} {} from epoch {} on: the loss drives \
+                 every prediction to one class",
+                if all_high { ">=" } else { "<=" },
+                if all_high { "0.99" } else { "0.01" },
+                later[0].0
+            );
+            let sugg = cx.a.suggest_str("loss", &["binary_crossentropy"]);
+            cx.push(
+                Suspect::new(label(FaultType::LCH), 0.5, "output-pinned", ev.clone()).suggest(sugg),
+            );
+            cx.push(Suspect::new(
+                layer_label(FaultType::ACH, i),
+                0.35,
+                "output-pinned",
+                ev,
+            ));
+        }
+    }
+}
+
+fn saturation(cx: &mut Ctx) {
+    for j in 0..cx.n_layers() {
+        if cx.is_output(j) {
+            continue; // confident outputs of a good classifier saturate too
+        }
+        let Some(act) = cx.act_of(j) else { continue };
+        if !SATURATING.contains(&act.as_str()) {
+            continue;
+        }
+        let s = cx.series(j, |l| l.saturated_frac);
+        if s.is_empty() {
+            continue;
+        }
+        let hot: Vec<&(u64, f64)> = s.iter().filter(|(_, v)| *v > 0.5).collect();
+        if (hot.len() as f64) < (s.len() as f64 / 3.0).max(1.0) {
+            continue;
+        }
+        let worst = hot.iter().map(|x| x.1).fold(0.0, f64::max);
+        let i = cx.idx(j);
+        let ev = format!(
+            "layer {i} ({act}): saturated_frac > 0.5 in {} of {} epochs (up to {})",
+            hot.len(),
+            s.len(),
+            fmt_num(worst)
+        );
+        let sugg = cx.a.suggest_str(&format!("act{i}"), &["relu", "elu"]);
+        cx.push(
+            Suspect::new(
+                layer_label(FaultType::ACH, i),
+                0.55,
+                "saturation",
+                ev.clone(),
+            )
+            .suggest(sugg),
+        );
+        let sugg =
+            cx.a.suggest_str(&format!("ki{i}"), &["glorot_uniform", "lecun_uniform"]);
+        cx.push(Suspect::new(layer_label(FaultType::WCI, i), 0.35, "saturation", ev).suggest(sugg));
+    }
+}
+
+/// All-zero weights at the first record (a zeros/constant initialiser).
+fn zero_weights(cx: &mut Ctx) {
+    let Some(r0) = cx.records.first() else { return };
+    let zero: Vec<usize> = r0
+        .layers
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.weight_norm.is_some_and(|w| w <= 1e-12))
+        .map(|(j, _)| j)
+        .collect();
+    for j in zero {
+        let i = cx.idx(j);
+        let sugg =
+            cx.a.suggest_str(&format!("ki{i}"), &["glorot_uniform", "he_uniform"]);
+        cx.push(
+            Suspect::new(
+                layer_label(FaultType::WCI, i),
+                0.6,
+                "zero-weights",
+                format!("layer {i}: the weights are all zero (norm 0) at the first epoch"),
+            )
+            .suggest(sugg),
+        );
+        cx.frozen = true;
+    }
+}
+
+/// A hidden layer without gradient in at least half the epochs, not because nothing flows
+/// from above (see `Ctx::blocked`).
+fn zero_gradient(cx: &mut Ctx) {
+    for j in 0..cx.n_layers() {
+        if cx.is_output(j) {
+            continue;
+        }
+        let mut measured = 0usize;
+        let mut zero = 0usize;
+        for (k, r) in cx.records.iter().enumerate() {
+            let Some(g) = r.layers.get(j).and_then(|l| l.grad_norm) else {
+                continue;
+            };
+            measured += 1;
+            if g <= 1e-7 && !cx.blocked(k, j) {
+                zero += 1;
+            }
+        }
+        if measured < 2 || (zero as f64) < measured as f64 / 2.0 {
+            continue;
+        }
+        cx.frozen = true;
+        let i = cx.idx(j);
+        let ev = format!(
+            "layer {i}: gradient norm <= 1e-7 in {zero} of {measured} epochs (no learning signal)"
+        );
+        let sugg =
+            cx.a.suggest_str(&format!("ki{i}"), &["glorot_uniform", "he_uniform"]);
+        cx.push_generic(
+            Suspect::new(
+                layer_label(FaultType::WCI, i),
+                0.45,
+                "zero-gradient",
+                ev.clone(),
+            )
+            .suggest(sugg),
+        );
+        // The activation is to blame when it can block gradients and the layer was alive at the
+        // initial weights.
+        let act = cx.act_of(j).unwrap_or_default();
+        let dead_at_init = cx.records[0]
+            .layers
+            .get(j)
+            .and_then(|l| l.dead_frac)
+            .is_some_and(|d| d >= 0.7);
+        if (SATURATING.contains(&act.as_str()) || act == "relu") && !dead_at_init {
+            let sugg = cx.a.suggest_str(&format!("act{i}"), &["relu", "elu"]);
+            cx.push_generic(
+                Suspect::new(
+                    layer_label(FaultType::ACH, i),
+                    0.4,
+                    "zero-gradient",
+                    format!("{ev}; act{i} = {act}"),
+                )
+                .suggest(sugg),
+            );
+        }
+    }
+}
+
+fn unchanged_weights(cx: &mut Ctx) {
+    const WINDOW: usize = 5;
+    let n = cx.n_layers();
+    if n == 0 || cx.records.len() < WINDOW {
+        return;
+    }
+    // Longest run of consecutive epochs in which no layer's weight norm changed.
+    let norms: Vec<Vec<Option<f64>>> = cx
+        .records
+        .iter()
+        .map(|r| {
+            (0..n)
+                .map(|j| r.layers.get(j).and_then(|l| l.weight_norm))
+                .collect()
+        })
+        .collect();
+    let mut run = 1usize;
+    let mut best = 1usize;
+    for k in 1..norms.len() {
+        let same = (0..n).all(|j| match (norms[k - 1][j], norms[k][j]) {
+            (Some(a), Some(b)) => (a - b).abs() <= 1e-7 * a.abs().max(1e-12),
+            _ => false,
+        });
+        run = if same { run + 1 } else { 1 };
+        best = best.max(run);
+    }
+    if best < WINDOW {
+        return;
+    }
+    let mut ev = format!("no layer's weights changed over {best} consecutive epochs");
+    // Layers without any gradient explain it better than a small learning rate.
+    let f = if cx.frozen && !cx.explained {
+        ev.push_str(" (likely explained by layers without gradient)");
+        0.3
+    } else {
+        1.0
+    };
+    let sugg = cx.lr_up();
+    cx.push_generic(
+        Suspect::new(
+            label(FaultType::HLR),
+            0.5 * f,
+            "unchanged-weights",
+            ev.clone(),
+        )
+        .suggest(sugg),
+    );
+    let sugg = cx.other_optimizer();
+    cx.push_generic(
+        Suspect::new(label(FaultType::OCH), 0.35 * f, "unchanged-weights", ev).suggest(sugg),
+    );
+}
+
+fn loss_curve(cx: &mut Ctx) {
+    let loss: Vec<f64> = cx
+        .records
+        .iter()
+        .filter_map(|r| r.loss)
+        .filter(|x| x.is_finite())
+        .collect();
+    if loss.len() < 3 {
+        return;
+    }
+    let first = loss[0];
+    let last = *loss.last().unwrap();
+    let best = loss.iter().copied().fold(f64::INFINITY, f64::min);
+    if last > 1.5 * first && last > 2.0 * best && first > 0.0 {
+        let ev = format!(
+            "loss diverges: {} at the first epoch, best {}, {} at the last",
+            fmt_num(first),
+            fmt_num(best),
+            fmt_num(last)
+        );
+        let sugg = cx.lr_down();
+        cx.push(Suspect::new(label(FaultType::HLR), 0.6, "loss-diverging", ev).suggest(sugg));
+    } else if first - best <= 1e-3 * first.abs().max(1e-12) {
+        let ev = format!(
+            "loss never drops below its first epoch's {} over {} epochs (best {})",
+            fmt_num(first),
+            loss.len(),
+            fmt_num(best)
+        );
+        let sugg = cx.lr_up();
+        cx.push_generic(
+            Suspect::new(label(FaultType::HLR), 0.45, "loss-flat", ev.clone()).suggest(sugg),
+        );
+        let sugg = cx.other_optimizer();
+        cx.push_generic(
+            Suspect::new(label(FaultType::OCH), 0.35, "loss-flat", ev.clone()).suggest(sugg),
+        );
+        cx.push_generic(Suspect::new(label(FaultType::LCH), 0.35, "loss-flat", ev));
+    }
+}
+
+fn acc_flat(cx: &mut Ctx) {
+    if cx.a.subject.task != Task::Classification {
+        return;
+    }
+    let acc: Vec<f64> = cx
+        .records
+        .iter()
+        .filter_map(|r| r.acc)
+        .filter(|x| x.is_finite())
+        .collect();
+    if acc.len() < 5 {
+        return;
+    }
+    let lo = acc.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = acc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if hi - lo >= 0.005 {
+        return;
+    }
+    let ev = format!(
+        "training accuracy stays at {} over {} epochs (spread {}): constant predictions",
+        fmt_num(hi),
+        acc.len(),
+        fmt_num(hi - lo)
+    );
+    let last = cx.a.last;
+    let fitting = match last.and_then(|i| cx.a.acts.get(&i)).map(String::as_str) {
+        Some("sigmoid") | Some("hard_sigmoid") => "binary_crossentropy",
+        _ => "categorical_crossentropy",
+    };
+    let sugg = cx.a.suggest_str("loss", &[fitting]);
+    cx.push_generic(Suspect::new(label(FaultType::LCH), 0.4, "acc-flat", ev.clone()).suggest(sugg));
+    if let Some(i) = last {
+        cx.push_generic(Suspect::new(
+            layer_label(FaultType::ACH, i),
+            0.4,
+            "acc-flat",
+            ev.clone(),
+        ));
+    }
+    let sugg = cx.lr_up();
+    cx.push_generic(Suspect::new(label(FaultType::HLR), 0.3, "acc-flat", ev).suggest(sugg));
+}
+
+fn still_improving(cx: &mut Ctx) {
+    let classification = cx.a.subject.task == Task::Classification;
+    let pick = |f: fn(&EpochRecord) -> Option<f64>| -> Vec<f64> {
+        cx.records
+            .iter()
+            .filter_map(f)
+            .filter(|x| x.is_finite())
+            .collect()
+    };
+    let (name, xs, higher_better) = if classification {
+        let v = pick(|r| r.val_acc);
+        if v.len() >= 4 {
+            ("val_acc", v, true)
+        } else {
+            ("acc", pick(|r| r.acc), true)
+        }
+    } else {
+        let v = pick(|r| r.val_loss);
+        if v.len() >= 4 {
+            ("val_loss", v, false)
+        } else {
+            ("loss", pick(|r| r.loss), false)
+        }
+    };
+    let n = xs.len();
+    if n < 4 {
+        return;
+    }
+    let k = (n / 4).max(3).min(n - 1);
+    let before = xs[n - 1 - k];
+    let last = xs[n - 1];
+    let (gain, strong, at_best, what) = if higher_better {
+        let best = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let gain = last - before;
+        (
+            gain >= 0.02,
+            gain >= 0.05,
+            last >= best - 0.005,
+            format!("+{}", fmt_num(gain)),
+        )
+    } else {
+        let best = xs.iter().copied().fold(f64::INFINITY, f64::min);
+        let rel = if before.abs() > 0.0 {
+            (before - last) / before.abs()
+        } else {
+            0.0
+        };
+        (
+            rel >= 0.05,
+            rel >= 0.15,
+            last <= best + 0.01 * best.abs(),
+            format!("-{}%", fmt_num(100.0 * rel)),
+        )
+    };
+    if !(gain && at_best) {
+        return;
+    }
+    let ev = format!(
+        "{name} still improves at the end: {what} over the last {k} epochs ({} -> {}), best at \
+         the last epoch",
+        fmt_num(before),
+        fmt_num(last)
+    );
+    let sugg = cx.more_epochs();
+    cx.push(
+        Suspect::new(
+            label(FaultType::HNE),
+            if strong { 0.6 } else { 0.45 },
+            "still-improving",
+            ev,
+        )
+        .suggest(sugg),
+    );
+}
+
+fn large_activations(cx: &mut Ctx) {
+    for j in 0..cx.n_layers() {
+        if cx.is_output(j) {
+            continue;
+        }
+        let s = cx.series(j, |l| l.mean_abs_out);
+        let Some(&(_, v0)) = s.first() else { continue };
+        let Some(&(e, worst)) = s.iter().max_by(|a, b| a.1.total_cmp(&b.1)) else {
+            continue;
+        };
+        if worst < 10.0 {
+            continue;
+        }
+        let i = cx.idx(j);
+        let act = cx.act_of(j).unwrap_or_default();
+        let ev = format!(
+            "layer {i} ({act}): mean |out| = {} at epoch {e} (>= 10; {} at the first batch)",
+            fmt_num(worst),
+            fmt_num(v0)
+        );
+        let exp = act == "exponential";
+        if exp {
+            let sugg = cx.a.suggest_str(&format!("act{i}"), &["relu", "tanh"]);
+            cx.push(
+                Suspect::new(
+                    layer_label(FaultType::ACH, i),
+                    0.5,
+                    "large-activations",
+                    ev.clone(),
+                )
+                .suggest(sugg),
+            );
+        }
+        if worst >= 10.0 * v0.max(1e-12) {
+            // Small at the initial weights, huge later: the updates blew the weights up.
+            let sugg = cx.lr_down();
+            cx.push(
+                Suspect::new(
+                    label(FaultType::HLR),
+                    if exp { 0.4 } else { 0.55 },
+                    "large-activations",
+                    format!("{ev}: the updates blow the weights up"),
+                )
+                .suggest(sugg),
+            );
+        } else if !exp {
+            let sugg =
+                cx.a.suggest_str(&format!("ki{i}"), &["glorot_uniform", "he_uniform"]);
+            cx.push(
+                Suspect::new(
+                    layer_label(FaultType::WCI, i),
+                    0.35,
+                    "large-activations",
+                    format!("{ev}: large from the initial weights"),
+                )
+                .suggest(sugg),
+            );
+            cx.push(Suspect::new(
+                label(FaultType::CPP),
+                0.3,
+                "large-activations",
+                format!("{ev}: inputs may be unnormalised"),
+            ));
+        }
+        break;
+    }
+}

@@ -1,0 +1,452 @@
+//! Every dynamic monitor fires on a crafted trace and stays quiet on healthy traces: crafted
+//! ones and real traces of the bundled correct subjects (tests/data, from `reprolab trace`).
+
+mod common;
+
+use common::*;
+use reprolab_localize::{dynamic_monitors, layer_map, rank_to_types};
+use reprolab_repair::parse_trace;
+use serde_json::{Value, json};
+
+const MLP: [&str; 3] = ["relu", "relu", "softmax"];
+const BIN: [&str; 3] = ["relu", "relu", "sigmoid"];
+const REG: [&str; 3] = ["relu", "relu", "linear"];
+
+#[test]
+fn quiet_on_crafted_healthy_traces() {
+    for (name, acts, regression, classes) in [
+        ("digits-mlp", MLP, false, 10),
+        ("cancer-binary", BIN, false, 1),
+        ("diabetes-regression", REG, true, 1),
+    ] {
+        let s = subject(name);
+        for n in [1, 3, 8, 20, 40] {
+            let t = healthy(n, &acts, regression, classes);
+            let found = dynamic_monitors(&s, &s.config, &t);
+            assert!(found.is_empty(), "{name} {n} epochs: {}", show(&found));
+        }
+    }
+    let s = subject("digits-mlp");
+    assert!(dynamic_monitors(&s, &s.config, &[]).is_empty());
+}
+
+#[test]
+fn quiet_on_real_traces_of_the_correct_subjects() {
+    for name in ["digits-mlp", "cancer-binary", "diabetes-regression"] {
+        let s = subject(name);
+        let t = fixture(name);
+        assert!(t.len() >= 20);
+        let found = dynamic_monitors(&s, &s.config, &t);
+        assert!(found.is_empty(), "{name}: {}", show(&found));
+    }
+}
+
+#[test]
+fn nan_loss() {
+    let s = subject("digits-mlp");
+    let c = config(&s, json!({"act0": "exponential"}));
+    let mut t = healthy(10, &["exponential", "relu", "softmax"], false, 10);
+    t[4]["nan"] = json!(true);
+    t[4]["loss"] = json!("nan");
+    let found = dynamic_monitors(&s, &c, &t);
+    let h = expect(&found, "HLR", "nan-loss", 0.75);
+    assert_eq!(h.suggestion.as_deref(), Some("lr: 0.001 -> 0.0001"));
+    expect(&found, "ACH(0)", "nan-loss", 0.5);
+    // Non-finite weights alone (null weight norm after finite ones).
+    let mut t = healthy(10, &MLP, false, 10);
+    for r in t.iter_mut().skip(6) {
+        r["layers"][1]["weight_norm"] = Value::Null;
+    }
+    let found = dynamic_monitors(&s, &s.config, &t);
+    let h = expect(&found, "HLR", "nan-loss", 0.75);
+    assert!(h.evidence.contains("epoch 6"), "{}", h.evidence);
+}
+
+#[test]
+fn exploding_gradient() {
+    let s = subject("digits-mlp");
+    let mut t = healthy(10, &MLP, false, 10);
+    set_layer(&mut t, 0, "grad_norm", |e| {
+        json!(if e >= 3 { 80.0 } else { 0.5 })
+    });
+    set_layer(&mut t, 2, "grad_norm", |_| json!(0.5));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    expect(&found, "HLR", "exploding-gradient", 0.7);
+    assert!(rank_to_types(&found, 3).contains(&label("HLR")));
+}
+
+#[test]
+fn vanishing_gradient() {
+    let s = subject("digits-mlp");
+    let c = config(&s, json!({"act0": "sigmoid", "act1": "tanh"}));
+    let mut t = healthy(10, &["sigmoid", "tanh", "softmax"], false, 10);
+    set_layer(&mut t, 0, "grad_norm", |_| json!(1e-6));
+    let found = dynamic_monitors(&s, &c, &t);
+    let a = expect(&found, "ACH(0)", "vanishing-gradient", 0.6);
+    assert_eq!(a.suggestion.as_deref(), Some("act0: sigmoid -> relu"));
+    expect(&found, "ACH(1)", "vanishing-gradient", 0.6);
+    expect(&found, "WCI(0)", "vanishing-gradient", 0.35);
+}
+
+#[test]
+fn dying_relu() {
+    let s = subject("digits-mlp");
+    let mut t = healthy(10, &MLP, false, 10);
+    set_layer(&mut t, 1, "dead_frac", |e| {
+        json!(if e >= 2 { 0.8 } else { 0.3 })
+    });
+    let found = dynamic_monitors(&s, &s.config, &t);
+    let a = expect(&found, "ACH(1)", "dying-relu", 0.45);
+    assert_eq!(a.suggestion.as_deref(), Some("act1: relu -> selu"));
+    expect(&found, "HLR", "dying-relu", 0.5);
+    expect(&found, "WCI(1)", "dying-relu", 0.3);
+    assert!(find(&found, "ACH(0)").is_none());
+    // grad_zero_frac counts too
+    let mut t = healthy(10, &MLP, false, 10);
+    set_layer(&mut t, 0, "grad_zero_frac", |_| json!(0.75));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    expect(&found, "ACH(0)", "dying-relu", 0.45);
+    // ... but not when nothing flows back from above (the next layer is dead).
+    let mut t = healthy(10, &MLP, false, 10);
+    set_layer(&mut t, 0, "grad_zero_frac", |_| json!(1.0));
+    set_layer(&mut t, 1, "dead_frac", |_| json!(0.95));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    assert!(find(&found, "ACH(0)").is_none(), "{}", show(&found));
+    expect(&found, "WCI(1)", "dying-relu", 0.55);
+}
+
+#[test]
+fn dead_from_the_initial_weights_points_at_the_initialiser() {
+    let s = subject("cancer-binary");
+    let c = config(&s, json!({"ki0": "zeros"}));
+    let mut t = healthy(10, &BIN, false, 1);
+    set_layer(&mut t, 0, "dead_frac", |_| json!(1.0));
+    set_layer(&mut t, 0, "weight_norm", |_| json!(0.0));
+    let found = dynamic_monitors(&s, &c, &t);
+    let w = expect(&found, "WCI(0)", "dying-relu", 0.55);
+    assert!(w.evidence.contains("initial weights"), "{}", w.evidence);
+    let a = find(&found, "ACH(0)").unwrap();
+    assert!(a.confidence < 0.5);
+    assert!(find(&found, "HLR").is_none(), "{}", show(&found));
+}
+
+#[test]
+fn no_gradient_at_the_output() {
+    // sigmoid + categorical cross-entropy on one unit: the loss is constant, every gradient 0.
+    let s = subject("cancer-binary");
+    let c = config(&s, json!({"loss": "categorical_crossentropy"}));
+    let mut t = healthy(10, &BIN, false, 1);
+    for j in 0..3 {
+        set_layer(&mut t, j, "grad_norm", |_| json!(0.0));
+        set_layer(&mut t, j, "grad_zero_frac", |_| json!(1.0));
+        set_layer(&mut t, j, "weight_norm", |_| json!(3.0));
+    }
+    set(&mut t, "loss", |_| json!(7.5e-8));
+    set(&mut t, "acc", |_| json!(0.44));
+    set(&mut t, "val_acc", |_| json!(0.375));
+    let found = dynamic_monitors(&s, &c, &t);
+    let l = expect(&found, "LCH", "output-no-gradient", 0.6);
+    assert_eq!(
+        l.suggestion.as_deref(),
+        Some("loss: categorical_crossentropy -> binary_crossentropy")
+    );
+    assert_eq!(found[0].label, label("LCH"), "{}", show(&found));
+    // zero gradients that come from above are not a dying ReLU
+    assert!(
+        !sources(&found).contains(&"dying-relu".to_string()),
+        "{}",
+        show(&found)
+    );
+    // the generic monitors are explained
+    assert!(
+        find(&found, "HLR").unwrap().confidence < 0.5,
+        "{}",
+        show(&found)
+    );
+    assert_eq!(
+        rank_to_types(&found, 5),
+        vec![label("LCH")],
+        "{}",
+        show(&found)
+    );
+    // With a saturated output the weights blew up instead.
+    let mut t2 = t.clone();
+    set_layer(&mut t2, 2, "saturated_frac", |_| json!(1.0));
+    let found = dynamic_monitors(&s, &s.config, &t2);
+    expect(&found, "HLR", "output-no-gradient", 0.4);
+    assert!(
+        find(&found, "LCH").is_none_or(|l| l.confidence < 0.5),
+        "{}",
+        show(&found)
+    );
+}
+
+#[test]
+fn saturation_of_hidden_layers_only() {
+    let s = subject("digits-mlp");
+    let c = config(&s, json!({"act0": "tanh"}));
+    let mut t = healthy(12, &["tanh", "relu", "softmax"], false, 10);
+    set_layer(&mut t, 0, "saturated_frac", |e| {
+        json!(if e >= 4 { 0.8 } else { 0.1 })
+    });
+    let found = dynamic_monitors(&s, &c, &t);
+    let a = expect(&found, "ACH(0)", "saturation", 0.55);
+    assert!(a.evidence.contains("8 of 12"), "{}", a.evidence);
+    expect(&found, "WCI(0)", "saturation", 0.35);
+    // A confident sigmoid output is not a fault.
+    let s = subject("cancer-binary");
+    let mut t = healthy(12, &BIN, false, 1);
+    set_layer(&mut t, 2, "saturated_frac", |_| json!(0.9));
+    assert!(dynamic_monitors(&s, &s.config, &t).is_empty());
+}
+
+#[test]
+fn zero_gradient() {
+    let s = subject("digits-mlp");
+    let mut t = healthy(10, &MLP, false, 10);
+    set_layer(&mut t, 1, "grad_norm", |_| json!(0.0));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    let w = expect(&found, "WCI(1)", "zero-gradient", 0.45);
+    assert_eq!(
+        w.suggestion.as_deref(),
+        Some("ki1: glorot_uniform -> he_uniform")
+    );
+    expect(&found, "ACH(1)", "zero-gradient", 0.4);
+}
+
+#[test]
+fn zero_weights_and_blocked_layers() {
+    // ki1 = zeros: layer 1 has no weights and is dead; layer 0 gets no gradient through it.
+    let s = subject("cancer-binary");
+    let c = config(&s, json!({"ki1": "zeros"}));
+    let mut t = healthy(10, &BIN, false, 1);
+    set_layer(&mut t, 1, "weight_norm", |_| json!(0.0));
+    set_layer(&mut t, 1, "dead_frac", |_| json!(1.0));
+    for j in 0..2 {
+        set_layer(&mut t, j, "grad_norm", |_| json!(0.0));
+        set_layer(&mut t, j, "grad_zero_frac", |_| json!(1.0));
+    }
+    set_layer(&mut t, 2, "weight_norm", |_| json!(1.2));
+    set_layer(&mut t, 0, "weight_norm", |_| json!(5.0));
+    let found = dynamic_monitors(&s, &c, &t);
+    expect(&found, "WCI(1)", "zero-weights", 0.6);
+    expect(&found, "WCI(1)", "zero-gradient", 0.45);
+    assert!(find(&found, "ACH(0)").is_none(), "{}", show(&found));
+    assert!(
+        find(&found, "WCI(0)").is_none_or(|w| w.confidence < 0.5),
+        "{}",
+        show(&found)
+    );
+    // The unchanged weights are explained by the frozen layer, not by the learning rate.
+    let h = find(&found, "HLR").unwrap();
+    assert!(h.confidence < 0.5, "{}", show(&found));
+    assert_eq!(
+        rank_to_types(&found, 5),
+        vec![label("WCI(1)")],
+        "{}",
+        show(&found)
+    );
+}
+
+#[test]
+fn unchanged_weights() {
+    let s = subject("digits-mlp");
+    let mut t = healthy(10, &MLP, false, 10);
+    for j in 0..3 {
+        set_layer(&mut t, j, "weight_norm", |e| {
+            json!(if e < 3 { 5.0 + e as f64 } else { 9.0 })
+        });
+    }
+    let found = dynamic_monitors(&s, &s.config, &t);
+    let h = expect(&found, "HLR", "unchanged-weights", 0.5);
+    assert!(h.evidence.contains("7 consecutive"), "{}", h.evidence);
+    expect(&found, "OCH", "unchanged-weights", 0.35);
+}
+
+#[test]
+fn flat_and_diverging_loss() {
+    let s = subject("diabetes-regression");
+    let mut t = healthy(10, &REG, true, 1);
+    set(&mut t, "loss", |_| json!(0.9));
+    set(&mut t, "val_loss", |_| json!(0.95));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    expect(&found, "HLR", "loss-flat", 0.45);
+    expect(&found, "OCH", "loss-flat", 0.35);
+    expect(&found, "LCH", "loss-flat", 0.35);
+    let mut t = healthy(10, &REG, true, 1);
+    set(&mut t, "loss", |e| json!(0.5 + (e as f64) * 0.5));
+    set(&mut t, "val_loss", |e| json!(0.5 + (e as f64) * 0.5));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    let h = expect(&found, "HLR", "loss-diverging", 0.6);
+    assert_eq!(h.suggestion.as_deref(), Some("lr: 0.001 -> 0.0001"));
+}
+
+#[test]
+fn flat_accuracy() {
+    let s = subject("cancer-binary");
+    let mut t = healthy(10, &BIN, false, 1);
+    set(&mut t, "acc", |_| json!(0.625));
+    set(&mut t, "val_acc", |_| json!(0.625));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    expect(&found, "LCH", "acc-flat", 0.4);
+    expect(&found, "ACH(2)", "acc-flat", 0.4);
+    expect(&found, "HLR", "acc-flat", 0.3);
+}
+
+#[test]
+fn not_converging() {
+    let s = subject("digits-mlp");
+    let mut t = healthy(20, &MLP, false, 10);
+    set(&mut t, "acc", |e| json!(0.3 + 0.005 * e as f64));
+    set(&mut t, "val_acc", |e| json!(0.29 + 0.004 * e as f64));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    expect(&found, "HLR", "not-converging", 0.45);
+    expect(&found, "OCH", "not-converging", 0.4);
+    let h = expect(&found, "HNE", "not-converging", 0.3);
+    assert_eq!(h.suggestion.as_deref(), Some("epochs: 20 -> 33"));
+}
+
+#[test]
+fn oscillating_accuracy() {
+    let s = subject("digits-mlp");
+    let mut t = healthy(20, &MLP, false, 10);
+    set(&mut t, "acc", |e| {
+        json!(if e % 2 == 0 { 0.80 } else { 0.88 })
+    });
+    let found = dynamic_monitors(&s, &s.config, &t);
+    expect(&found, "HLR", "unstable", 0.45);
+    let b = expect(&found, "HBS", "unstable", 0.4);
+    assert_eq!(b.suggestion.as_deref(), Some("batch_size: 32 -> 128"));
+}
+
+#[test]
+fn still_improving_at_the_end() {
+    let s = subject("digits-mlp");
+    let mut t = healthy(20, &MLP, false, 10);
+    set(&mut t, "acc", |e| json!(0.5 + 0.02 * e as f64));
+    set(&mut t, "val_acc", |e| json!(0.48 + 0.02 * e as f64));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    let h = expect(&found, "HNE", "still-improving", 0.6);
+    assert_eq!(h.suggestion.as_deref(), Some("epochs: 20 -> 33"));
+    // A regression whose validation loss still falls.
+    let s = subject("diabetes-regression");
+    let mut t = healthy(20, &REG, true, 1);
+    set(&mut t, "val_loss", |e| json!(2.0 - 0.06 * e as f64));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    expect(&found, "HNE", "still-improving", 0.45);
+}
+
+#[test]
+fn pinned_softmax_output() {
+    let s = subject("cancer-binary");
+    let c = config(&s, json!({"act2": "softmax"}));
+    let mut t = healthy(10, &["relu", "relu", "softmax"], false, 1);
+    set_layer(&mut t, 2, "mean_abs_out", |_| json!(1.0));
+    set_layer(&mut t, 2, "grad_norm", |_| json!(0.0));
+    for j in 0..3 {
+        set_layer(&mut t, j, "weight_norm", |_| json!(4.0));
+    }
+    set(&mut t, "loss", |_| json!(5.9));
+    set(&mut t, "acc", |_| json!(0.625));
+    set(&mut t, "val_acc", |_| json!(0.625));
+    let found = dynamic_monitors(&s, &c, &t);
+    let a = expect(&found, "ACH(2)", "output-pinned", 0.85);
+    assert_eq!(a.suggestion.as_deref(), Some("act2: softmax -> sigmoid"));
+    assert_eq!(found[0].label, label("ACH(2)"), "{}", show(&found));
+    // The generic "nothing moves" monitors report at half confidence.
+    let h = find(&found, "HLR").unwrap();
+    assert!(h.evidence.contains("explained by the output layer"));
+    assert_eq!(
+        rank_to_types(&found, 5),
+        vec![label("ACH(2)")],
+        "{}",
+        show(&found)
+    );
+}
+
+#[test]
+fn pinned_sigmoid_and_constant_outputs() {
+    let s = subject("cancer-binary");
+    let c = config(&s, json!({"loss": "kullback_leibler_divergence"}));
+    let mut t = healthy(10, &BIN, false, 1);
+    set_layer(&mut t, 2, "mean_abs_out", |e| {
+        json!(if e == 0 {
+            0.7
+        } else {
+            0.995 + 0.0001 * e as f64
+        })
+    });
+    let found = dynamic_monitors(&s, &c, &t);
+    let l = expect(&found, "LCH", "output-pinned", 0.5);
+    assert_eq!(
+        l.suggestion.as_deref(),
+        Some("loss: kullback_leibler_divergence -> binary_crossentropy")
+    );
+    expect(&found, "ACH(2)", "output-pinned", 0.35);
+    let s = subject("diabetes-regression");
+    let mut t = healthy(10, &REG, true, 1);
+    set_layer(&mut t, 2, "mean_abs_out", |_| json!(0.3));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    expect(&found, "ACH(2)", "output-pinned", 0.5);
+    expect(&found, "LCH", "output-pinned", 0.45);
+}
+
+#[test]
+fn large_activations() {
+    let s = subject("digits-mlp");
+    let c = config(&s, json!({"act1": "exponential"}));
+    let mut t = healthy(10, &["relu", "exponential", "softmax"], false, 10);
+    set_layer(&mut t, 1, "mean_abs_out", |e| json!(5.0 * (e + 1) as f64));
+    let found = dynamic_monitors(&s, &c, &t);
+    expect(&found, "ACH(1)", "large-activations", 0.5);
+    expect(&found, "HLR", "large-activations", 0.4);
+    // Small at the first batch, huge later: the learning rate blew the weights up.
+    let mut t = healthy(10, &MLP, false, 10);
+    set_layer(&mut t, 0, "mean_abs_out", |e| {
+        json!(if e == 0 { 0.4 } else { 300.0 })
+    });
+    let found = dynamic_monitors(&s, &s.config, &t);
+    let h = expect(&found, "HLR", "large-activations", 0.55);
+    assert!(h.evidence.contains("blow"), "{}", h.evidence);
+    // Large from the first batch: initialiser or input scaling.
+    let mut t = healthy(10, &MLP, false, 10);
+    set_layer(&mut t, 0, "mean_abs_out", |_| json!(25.0));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    expect(&found, "WCI(0)", "large-activations", 0.35);
+    expect(&found, "CPP", "large-activations", 0.3);
+    assert!(find(&found, "HLR").is_none());
+}
+
+#[test]
+fn layer_map_follows_the_config_structure() {
+    let s = subject("digits-mlp");
+    let layers = |acts: &[&str]| parse_trace(&healthy(1, acts, false, 10))[0].layers.clone();
+    // layer1 = 1: three Linear layers.
+    let m = layer_map(&s.config, &layers(&MLP));
+    assert_eq!((m.indices, m.how), (vec![0, 1, 2], "structure"));
+    // layer1 = 2: the repeated block makes an extra Linear layer.
+    let c = config(&s, json!({"layer1": 2}));
+    let m = layer_map(&c, &layers(&["relu", "relu", "relu", "softmax"]));
+    assert_eq!((m.indices, m.how), (vec![0, 1, 1, 2], "structure"));
+    // layer1 = 0: no layer 1.
+    let c = config(&s, json!({"layer1": 0}));
+    let m = layer_map(&c, &layers(&["relu", "softmax"]));
+    assert_eq!(m.indices, vec![0, 2]);
+    // A trace that does not fit the structure: matched by activation names.
+    let c = config(&s, json!({"act0": "tanh", "act1": "relu"}));
+    let m = layer_map(&c, &layers(&["tanh", "relu", "relu", "relu", "softmax"]));
+    assert_eq!((m.indices, m.how), (vec![0, 1, 1, 1, 2], "activations"));
+    // The convolutional subject: Conv, Conv, Linear x layer2, Linear.
+    let s = subject("digits-cnn");
+    let m = layer_map(&s.config, &layers(&["relu", "relu", "relu", "softmax"]));
+    assert_eq!(m.indices, vec![0, 1, 2, 3]);
+    // Monitors report config indices: a dead second copy of the repeated block is layer 1.
+    let s = subject("digits-mlp");
+    let c = config(&s, json!({"layer1": 2}));
+    let mut t = healthy(10, &["relu", "relu", "relu", "softmax"], false, 10);
+    set_layer(&mut t, 2, "dead_frac", |e| {
+        json!(if e >= 2 { 0.9 } else { 0.2 })
+    });
+    let found = dynamic_monitors(&s, &c, &t);
+    expect(&found, "ACH(1)", "dying-relu", 0.55);
+}
