@@ -5,6 +5,7 @@
 //! | id | symptom | suspects |
 //! |---|---|---|
 //! | `nan-loss` | NaN/Inf in training, loss ≥ 1e3, or weights turning non-finite | HLR 0.75; ACH(i) 0.5 of exponential layers; LCH 0.45 with poisson/MSLE/MAPE |
+//! | `nan-loss` | NaN from the first epoch at a learning rate inside the optimiser's usual range | HLR 0.45, LCH 0.45 |
 //! | `nan-loss` | only a loss ≥ 1e3 that is finite in every epoch and not growing (the loss' scale) | LCH 0.45, HLR 0.3 |
 //! | `exploding-gradient` | ‖g_first‖/‖g_last‖ > 70 or a non-finite gradient | HLR 0.7; ACH(i) 0.5 of exponential layers |
 //! | `vanishing-gradient` | ‖g_first‖/‖g_last‖ < 1e-3 and ‖g_first‖ < 1e-4 | ACH(i) 0.6 of saturating hidden layers; WCI(first) 0.35; HLR 0.25 |
@@ -15,10 +16,10 @@
 //! | `unchanged-weights` | no layer's weight norm changes (relative 1e-7) over 5 consecutive epochs | HLR 0.5, OCH 0.35 (×0.3 when a layer without gradient explains it) |
 //! | `loss-flat` | the best loss is within 0.1% of the first epoch's (≥ 3 epochs) | HLR 0.45, OCH 0.35, LCH 0.35 |
 //! | `loss-diverging` | the last loss > 1.5 × the first and > 2 × the best | HLR 0.6 |
-//! | `acc-flat` | training accuracy constant (spread < 0.005) over ≥ 5 epochs | LCH 0.4, ACH(last) 0.4, HLR 0.3 |
+//! | `acc-flat` | training accuracy constant (spread < 0.005) over ≥ 5 epochs while the training loss drops < 10% | LCH 0.4, ACH(last) 0.4, HLR 0.3 |
 //! | `not-converging` | AutoTrainer's slow convergence: max acc and val_acc < 0.6, no epoch gains ≥ 0.01 | HLR 0.45, OCH 0.4, HNE 0.3 |
 //! | `unstable` | AutoTrainer's oscillation: ≥ 0.2·epochs pairs of extrema differing ≥ 0.03 | HLR 0.45, HBS 0.4 |
-//! | `still-improving` | the validation accuracy (loss for regression) still gains ≥ 0.02 (drops ≥ 5%) over the last quarter of the epochs and is at its best | HNE 0.45 (0.6 for ≥ 0.05 / ≥ 15%) |
+//! | `still-improving` | the validation accuracy still gains ≥ 0.02, or the validation loss still drops ≥ 5% (regression: the loss only), over the last quarter of the epochs, and is at its best | HNE 0.45 (0.6 for ≥ 0.05 / ≥ 15%); with it the config's likely cause of the slowness: HLR 0.5 when lr < half the optimiser's usual value, HBS 0.5 when batch_size ≥ 256, OCH 0.35 for sgd/adagrad/adadelta |
 //! | `output-pinned` | softmax output with mean \|out\| = 1 (a single unit) | ACH(last) 0.85 |
 //! | `output-pinned` | non-softmax output whose mean \|out\| never changes | ACH(last) 0.5, LCH 0.45 |
 //! | `output-pinned` | classification sigmoid output with mean \|out\| ≥ 0.99 or ≤ 0.01 in every epoch after the first | LCH 0.5, ACH(last) 0.35 |
@@ -325,6 +326,17 @@ pub fn dynamic_monitors(subject: &Subject, config: &Config, trace: &[Value]) -> 
     crate::merge(&[cx.out])
 }
 
+/// The loss that fits the task and the output activation.
+fn fitting_loss(a: &Arch) -> Vec<&'static str> {
+    if a.subject.task == Task::Regression {
+        return vec!["mean_squared_error"];
+    }
+    match a.last_act().map(|x| x.1) {
+        Some("sigmoid") | Some("hard_sigmoid") => vec!["binary_crossentropy"],
+        _ => vec!["categorical_crossentropy"],
+    }
+}
+
 fn label(t: FaultType) -> FaultLabel {
     FaultLabel::new(t)
 }
@@ -354,8 +366,24 @@ fn autotrainer(cx: &mut Ctx) {
                         && l.iter().all(|x| x.is_finite())
                         && l.last() <= l.first()
                 };
+                // NaN from the first epoch at a learning rate in the optimiser's usual range: a
+                // numerically unsafe loss or activation rather than a divergence.
+                let usual_lr = match (cx.a.optimizer(), cx.a.num("lr")) {
+                    (Some(o), Some(lr)) => crate::rules::lr_range(&o)
+                        .is_some_and(|(lo, hi, _)| (lo..=hi).contains(&lr)),
+                    _ => false,
+                };
+                let early = s.kind == SymptomKind::NanLoss
+                    && !finite_big
+                    && usual_lr
+                    && cx
+                        .records
+                        .first()
+                        .is_some_and(|r| r.nan || r.loss.is_none_or(|l| !l.is_finite()));
                 if finite_big {
                     c = 0.3;
+                } else if early {
+                    c = 0.45;
                 }
                 let sugg = cx.lr_down();
                 cx.push(Suspect::new(label(FaultType::HLR), c, id, ev.clone()).suggest(sugg));
@@ -372,15 +400,7 @@ fn autotrainer(cx: &mut Ctx) {
                     );
                 }
                 if finite_big {
-                    let fitting: &[&str] = if cx.a.subject.task == Task::Regression {
-                        &["mean_squared_error"]
-                    } else {
-                        match cx.a.last_act().map(|x| x.1) {
-                            Some("sigmoid") | Some("hard_sigmoid") => &["binary_crossentropy"],
-                            _ => &["categorical_crossentropy"],
-                        }
-                    };
-                    let sugg = cx.a.suggest_str("loss", fitting);
+                    let sugg = cx.a.suggest_str("loss", &fitting_loss(&cx.a));
                     cx.push(
                         Suspect::new(
                             label(FaultType::LCH),
@@ -394,22 +414,26 @@ fn autotrainer(cx: &mut Ctx) {
                     );
                 } else if s.kind == SymptomKind::NanLoss
                     && let Some(loss) = cx.a.loss()
-                    && matches!(
-                        loss.as_str(),
-                        "poisson"
-                            | "mean_squared_logarithmic_error"
-                            | "mean_absolute_percentage_error"
-                    )
+                    && (early
+                        || matches!(
+                            loss.as_str(),
+                            "poisson"
+                                | "mean_squared_logarithmic_error"
+                                | "mean_absolute_percentage_error"
+                        ))
                 {
-                    let sugg = cx.a.suggest_str("loss", &["mean_squared_error"]);
-                    cx.push(
-                        Suspect::new(
-                            label(FaultType::LCH),
-                            0.45,
-                            id,
-                            format!("{ev}; loss {loss} is numerically fragile"),
+                    let sugg = cx.a.suggest_str("loss", &fitting_loss(&cx.a));
+                    let why = if early {
+                        format!(
+                            "NaN from the first epoch at a usual learning rate: loss {loss} (or \
+                             an activation) is numerically unsafe"
                         )
-                        .suggest(sugg),
+                    } else {
+                        format!("loss {loss} is numerically fragile")
+                    };
+                    cx.push(
+                        Suspect::new(label(FaultType::LCH), 0.45, id, format!("{ev}; {why}"))
+                            .suggest(sugg),
                     );
                 }
             }
@@ -638,15 +662,6 @@ fn output_no_gradient(cx: &mut Ctx) {
         ));
         return;
     }
-    let ev = format!("{ev}: the loss is constant in the output, or {act} passes no gradient");
-    let classification = cx.a.subject.task == Task::Classification;
-    let fitting: &[&str] = if !classification {
-        &["mean_squared_error"]
-    } else if act == "sigmoid" || act == "hard_sigmoid" {
-        &["binary_crossentropy"]
-    } else {
-        &["categorical_crossentropy"]
-    };
     // Unsaturated, only a softmax over one unit, a dead relu or a clipped hard_sigmoid passes
     // exactly no gradient; otherwise the loss is flat in the output.
     let (c_lch, c_ach) = match act.as_str() {
@@ -654,7 +669,12 @@ fn output_no_gradient(cx: &mut Ctx) {
         "relu" | "hard_sigmoid" => (0.4, 0.5),
         _ => (0.6, 0.0),
     };
-    let sugg = cx.a.suggest_str("loss", fitting);
+    let ev = if c_ach > 0.0 {
+        format!("{ev}: the loss is constant in the output, or {act} passes no gradient")
+    } else {
+        format!("{ev}: the loss is constant in the output")
+    };
+    let sugg = cx.a.suggest_str("loss", &fitting_loss(&cx.a));
     cx.push(
         Suspect::new(
             label(FaultType::LCH),
@@ -1015,6 +1035,20 @@ fn acc_flat(cx: &mut Ctx) {
     if hi - lo >= 0.005 {
         return;
     }
+    // A model that is right from the first epoch on keeps lowering its loss; a stuck one does
+    // not.
+    let loss: Vec<f64> = cx
+        .records
+        .iter()
+        .filter_map(|r| r.loss)
+        .filter(|x| x.is_finite())
+        .collect();
+    if let Some(&first) = loss.first() {
+        let best = loss.iter().copied().fold(f64::INFINITY, f64::min);
+        if first > 0.0 && (first - best) / first >= 0.1 {
+            return;
+        }
+    }
     let ev = format!(
         "training accuracy stays at {} over {} epochs (spread {}): constant predictions",
         fmt_num(hi),
@@ -1022,11 +1056,7 @@ fn acc_flat(cx: &mut Ctx) {
         fmt_num(hi - lo)
     );
     let last = cx.a.last;
-    let fitting = match last.and_then(|i| cx.a.acts.get(&i)).map(String::as_str) {
-        Some("sigmoid") | Some("hard_sigmoid") => "binary_crossentropy",
-        _ => "categorical_crossentropy",
-    };
-    let sugg = cx.a.suggest_str("loss", &[fitting]);
+    let sugg = cx.a.suggest_str("loss", &fitting_loss(&cx.a));
     cx.push_generic(Suspect::new(label(FaultType::LCH), 0.4, "acc-flat", ev.clone()).suggest(sugg));
     if let Some(i) = last {
         cx.push_generic(Suspect::new(
@@ -1040,33 +1070,13 @@ fn acc_flat(cx: &mut Ctx) {
     cx.push_generic(Suspect::new(label(FaultType::HLR), 0.3, "acc-flat", ev).suggest(sugg));
 }
 
-fn still_improving(cx: &mut Ctx) {
-    let classification = cx.a.subject.task == Task::Classification;
-    let pick = |f: fn(&EpochRecord) -> Option<f64>| -> Vec<f64> {
-        cx.records
-            .iter()
-            .filter_map(f)
-            .filter(|x| x.is_finite())
-            .collect()
-    };
-    let (name, xs, higher_better) = if classification {
-        let v = pick(|r| r.val_acc);
-        if v.len() >= 4 {
-            ("val_acc", v, true)
-        } else {
-            ("acc", pick(|r| r.acc), true)
-        }
-    } else {
-        let v = pick(|r| r.val_loss);
-        if v.len() >= 4 {
-            ("val_loss", v, false)
-        } else {
-            ("loss", pick(|r| r.loss), false)
-        }
-    };
+/// Whether a curve still improves at its end: over the last quarter of the epochs (at least 3)
+/// it gains ≥ 0.02 (accuracy) or drops ≥ 5% (loss), and its last value is its best. Returns
+/// (strong: ≥ 0.05 / ≥ 15%, evidence).
+fn improving_at_end(name: &str, xs: &[f64], higher_better: bool) -> Option<(bool, String)> {
     let n = xs.len();
     if n < 4 {
-        return;
+        return None;
     }
     let k = (n / 4).max(3).min(n - 1);
     let before = xs[n - 1 - k];
@@ -1094,25 +1104,119 @@ fn still_improving(cx: &mut Ctx) {
             format!("-{}%", fmt_num(100.0 * rel)),
         )
     };
-    if !(gain && at_best) {
+    (gain && at_best).then(|| {
+        (
+            strong,
+            format!(
+                "{name} still improves at the end: {what} over the last {k} epochs ({} -> {}), \
+                 best at the last epoch",
+                fmt_num(before),
+                fmt_num(last)
+            ),
+        )
+    })
+}
+
+fn still_improving(cx: &mut Ctx) {
+    let classification = cx.a.subject.task == Task::Classification;
+    let pick = |f: fn(&EpochRecord) -> Option<f64>| -> Vec<f64> {
+        cx.records
+            .iter()
+            .filter_map(f)
+            .filter(|x| x.is_finite())
+            .collect()
+    };
+    // The validation curves (the training ones when a run has none): accuracy and loss for
+    // classification, loss for regression.
+    let val_or = |v: Vec<f64>, name_v: &'static str, t: Vec<f64>, name_t: &'static str| {
+        if v.len() >= 4 {
+            (name_v, v)
+        } else {
+            (name_t, t)
+        }
+    };
+    let mut curves: Vec<(&str, Vec<f64>, bool)> = Vec::new();
+    if classification {
+        let (n, xs) = val_or(pick(|r| r.val_acc), "val_acc", pick(|r| r.acc), "acc");
+        curves.push((n, xs, true));
+    }
+    let (n, xs) = val_or(pick(|r| r.val_loss), "val_loss", pick(|r| r.loss), "loss");
+    curves.push((n, xs, false));
+    let mut found: Vec<(bool, String)> = curves
+        .iter()
+        .filter_map(|(n, xs, hb)| improving_at_end(n, xs, *hb))
+        .collect();
+    if found.is_empty() {
         return;
     }
-    let ev = format!(
-        "{name} still improves at the end: {what} over the last {k} epochs ({} -> {}), best at \
-         the last epoch",
-        fmt_num(before),
-        fmt_num(last)
-    );
+    let strong = found.iter().any(|f| f.0);
+    found.sort_by_key(|f| !f.0);
+    let ev = found
+        .iter()
+        .map(|f| f.1.clone())
+        .collect::<Vec<_>>()
+        .join("; ");
     let sugg = cx.more_epochs();
     cx.push(
         Suspect::new(
             label(FaultType::HNE),
             if strong { 0.6 } else { 0.45 },
             "still-improving",
-            ev,
+            ev.clone(),
         )
         .suggest(sugg),
     );
+    // Why it is slow, where the config says (AutoTrainer's slow-convergence repairs try the
+    // optimiser, the learning rate and the batch size).
+    let opt = cx.a.optimizer().unwrap_or_default();
+    if let (Some(lr), Some((_, _, default))) = (cx.a.num("lr"), crate::rules::lr_range(&opt))
+        && lr < 0.5 * default
+    {
+        let sugg = cx.a.suggest_lr(&[default]);
+        cx.push(
+            Suspect::new(
+                label(FaultType::HLR),
+                0.5,
+                "still-improving",
+                format!(
+                    "{ev}; lr = {} is below {opt}'s usual {}",
+                    fmt_num(lr),
+                    fmt_num(default)
+                ),
+            )
+            .suggest(sugg),
+        );
+    }
+    if let Some(bs) = cx.a.num("batch_size")
+        && bs >= 256.0
+    {
+        let sugg =
+            cx.a.suggest("batch_size", &[Value::from(32), Value::from(64)]);
+        cx.push(
+            Suspect::new(
+                label(FaultType::HBS),
+                0.5,
+                "still-improving",
+                format!(
+                    "{ev}; batch_size = {} gives few updates per epoch",
+                    fmt_num(bs)
+                ),
+            )
+            .suggest(sugg),
+        );
+    }
+    if matches!(opt.as_str(), "sgd" | "adagrad" | "adadelta") {
+        let sugg = cx.a.suggest_str("optimizer", &["adam", "rmsprop"]);
+        cx.push(
+            Suspect::new(
+                label(FaultType::OCH),
+                0.35,
+                "still-improving",
+                format!("{ev}; {opt} is a slow optimiser"),
+            )
+            .suggest(sugg),
+        );
+    }
 }
 
 fn large_activations(cx: &mut Ctx) {

@@ -16,6 +16,7 @@
 //! | `bias-init` | `bi<i>` orthogonal (fails on a 1-D bias) 0.8, ones 0.3 | BCI(i) |
 //! | `lr-range` | lr outside the optimiser's usual range (sgd/adagrad [1e-4, 0.5]; adam/rmsprop/adamax/nadam [1e-5, 0.05]; adadelta [1e-4, 10]) | HLR 0.6 + 0.1 per decade outside, ≤ 0.9 |
 //! | `lr-small-for-budget` | adam/rmsprop/adamax/nadam with 1e-5 ≤ lr < 1e-4 (over 10× below their default 1e-3) and ≤ 100 epochs | HLR 0.5 |
+//! | `lr-high-for-optimizer` | adam/rmsprop/adamax/nadam with 0.01 < lr ≤ 0.05 (in range, but over 10× their default) | HLR 0.35 |
 //! | `optimizer-slow` | sgd (no momentum) with lr ≤ 1e-3 | OCH 0.5, HLR 0.3 |
 //! | `optimizer-slow` | adagrad with lr ≤ 1e-3, adadelta with lr < 0.1 | OCH 0.35 |
 //! | `batch-size-one` | batch_size 1 | HBS 0.5 |
@@ -377,7 +378,7 @@ fn init_rules(a: &Arch, out: &mut Vec<Suspect>) {
 }
 
 /// The usual learning-rate range of an optimiser and its default.
-fn lr_range(opt: &str) -> Option<(f64, f64, f64)> {
+pub(crate) fn lr_range(opt: &str) -> Option<(f64, f64, f64)> {
     Some(match opt {
         "sgd" => (1e-4, 0.5, 0.01),
         "adagrad" => (1e-4, 0.5, 0.01),
@@ -433,6 +434,20 @@ fn lr_rules(a: &Arch, out: &mut Vec<Suspect>) {
                      weights can hardly move",
                     fmt_num(lr),
                     fmt_num(epochs.unwrap_or(0.0))
+                ),
+            )
+            .suggest(a.suggest_lr(&[0.001])),
+        );
+    }
+    if matches!(opt.as_str(), "adam" | "rmsprop" | "adamax" | "nadam") && lr > 0.01 && lr <= 0.05 {
+        out.push(
+            Suspect::new(
+                FaultLabel::new(FaultType::HLR),
+                0.35,
+                "lr-high-for-optimizer",
+                format!(
+                    "lr = {} is over 10x above {opt}'s default 0.001: updates may overshoot",
+                    fmt_num(lr)
                 ),
             )
             .suggest(a.suggest_lr(&[0.001])),

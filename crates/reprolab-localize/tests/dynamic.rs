@@ -63,6 +63,44 @@ fn nan_loss() {
 }
 
 #[test]
+fn nan_from_the_start_or_a_huge_finite_loss() {
+    // NaN in the very first epoch at a usual learning rate: the loss is the suspect as much.
+    let s = subject("diabetes-regression");
+    let c = config(&s, json!({"loss": "categorical_crossentropy"}));
+    let mut t = healthy(10, &REG, true, 1);
+    set(&mut t, "nan", |_| json!(true));
+    set(&mut t, "loss", |_| Value::Null);
+    let found = dynamic_monitors(&s, &c, &t);
+    let l = expect(&found, "LCH", "nan-loss", 0.45);
+    assert_eq!(
+        l.suggestion.as_deref(),
+        Some("loss: categorical_crossentropy -> mean_squared_error")
+    );
+    let h = expect(&found, "HLR", "nan-loss", 0.45);
+    assert!(h.confidence < 0.5);
+    // ... but at a learning rate far outside the usual range, the learning rate.
+    let c = config(&s, json!({"optimizer": "sgd", "lr": 3.0}));
+    let found = dynamic_monitors(&s, &c, &t);
+    expect(&found, "HLR", "nan-loss", 0.75);
+    // A finite loss >= 1e3 from the start that does not grow is the loss' scale (MAPE on 0/1).
+    let s = subject("cancer-binary");
+    let c = config(&s, json!({"loss": "mean_absolute_percentage_error"}));
+    let mut t = healthy(10, &BIN, false, 1);
+    set(&mut t, "loss", |e| json!(1.5e8 * (1.0 - 0.01 * e as f64)));
+    let found = dynamic_monitors(&s, &c, &t);
+    let l = expect(&found, "LCH", "nan-loss", 0.45);
+    assert_eq!(
+        l.suggestion.as_deref(),
+        Some("loss: mean_absolute_percentage_error -> binary_crossentropy")
+    );
+    assert!(
+        find(&found, "HLR").unwrap().confidence < 0.5,
+        "{}",
+        show(&found)
+    );
+}
+
+#[test]
 fn exploding_gradient() {
     let s = subject("digits-mlp");
     let mut t = healthy(10, &MLP, false, 10);
@@ -287,10 +325,17 @@ fn flat_accuracy() {
     let mut t = healthy(10, &BIN, false, 1);
     set(&mut t, "acc", |_| json!(0.625));
     set(&mut t, "val_acc", |_| json!(0.625));
+    set(&mut t, "loss", |e| json!(0.69 - 0.002 * e as f64));
     let found = dynamic_monitors(&s, &s.config, &t);
     expect(&found, "LCH", "acc-flat", 0.4);
     expect(&found, "ACH(2)", "acc-flat", 0.4);
     expect(&found, "HLR", "acc-flat", 0.3);
+    // Perfect from the first epoch on, with a falling loss: not stuck.
+    let mut t = healthy(10, &BIN, false, 1);
+    set(&mut t, "acc", |_| json!(1.0));
+    set(&mut t, "val_acc", |_| json!(1.0));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    assert!(found.is_empty(), "{}", show(&found));
 }
 
 #[test]
@@ -328,6 +373,29 @@ fn still_improving_at_the_end() {
     let found = dynamic_monitors(&s, &s.config, &t);
     let h = expect(&found, "HNE", "still-improving", 0.6);
     assert_eq!(h.suggestion.as_deref(), Some("epochs: 20 -> 33"));
+    assert!(find(&found, "HLR").is_none() && find(&found, "HBS").is_none());
+    // Where the config says why it is slow: small lr, large batches, a slow optimiser.
+    let c = config(
+        &s,
+        json!({"lr": 0.0004, "batch_size": 512, "optimizer": "adagrad"}),
+    );
+    let found = dynamic_monitors(&s, &c, &t);
+    expect(&found, "HNE", "still-improving", 0.6);
+    let b = expect(&found, "HBS", "still-improving", 0.5);
+    assert_eq!(b.suggestion.as_deref(), Some("batch_size: 512 -> 32"));
+    let h = expect(&found, "HLR", "still-improving", 0.5);
+    assert_eq!(h.suggestion.as_deref(), Some("lr: 0.0004 -> 0.01"));
+    expect(&found, "OCH", "still-improving", 0.35);
+    // A classifier whose validation accuracy is flat but whose validation loss still falls.
+    let mut t = healthy(20, &MLP, false, 10);
+    set(&mut t, "val_loss", |e| json!(1.0 - 0.03 * e as f64));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    let h = expect(&found, "HNE", "still-improving", 0.45);
+    assert!(
+        h.evidence.starts_with("val_loss still improves"),
+        "{}",
+        h.evidence
+    );
     // A regression whose validation loss still falls.
     let s = subject("diabetes-regression");
     let mut t = healthy(20, &REG, true, 1);
@@ -448,5 +516,5 @@ fn layer_map_follows_the_config_structure() {
         json!(if e >= 2 { 0.9 } else { 0.2 })
     });
     let found = dynamic_monitors(&s, &c, &t);
-    expect(&found, "ACH(1)", "dying-relu", 0.55);
+    expect(&found, "ACH(1)", "dying-relu", 0.45);
 }

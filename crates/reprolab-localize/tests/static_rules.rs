@@ -245,6 +245,11 @@ fn small_learning_rate_for_the_epoch_budget() {
     assert!(found.is_empty(), "{}", show(&found));
     let found = static_rules(&s, &config(&s, json!({"lr": 3.16e-5, "epochs": 500})));
     assert!(found.is_empty(), "{}", show(&found));
+    // High but in range: a hint only.
+    let found = static_rules(&s, &config(&s, json!({"lr": 0.0316})));
+    let h = expect(&found, "HLR", "lr-high-for-optimizer", 0.35);
+    assert!(h.confidence < 0.5);
+    assert_eq!(h.suggestion.as_deref(), Some("lr: 0.0316 -> 0.001"));
 }
 
 #[test]
