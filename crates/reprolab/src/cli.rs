@@ -111,6 +111,17 @@ the patch is a significant improvement, 1 otherwise.",
         after_help = "Examples:\n  reprolab repair benchmarks/faults/real/D7 --engine bohb --budget 10x\n  reprolab repair benchmarks/faults/real/D4 --engine random --trials 30 --minimize"
     )]
     Repair(RepairArgs),
+    /// Rank suspected faults (fault type with layers) with evidence and a suggested change.
+    #[command(
+        long_about = "Localise faults in a subject's training program: static rules over the config and \
+the search space (output activation vs loss vs task, missing non-linearities, constant initialisers, \
+learning rates far from the optimiser's range, ...) and dynamic monitors over one instrumented \
+training with AutoTrainer's and DeepDiagnosis' thresholds (vanishing / exploding gradients, dying \
+ReLU, saturation, NaN, stalled or slow training, ...). Prints a ranked list: fault type with layer \
+indices (e.g. ACH(1)), confidence, evidence with the observed numbers, and a suggested change.",
+        after_help = "Examples:\n  reprolab localize benchmarks/faults/real/D4\n  reprolab localize subjects/digits-mlp --config faulty.json --engine static --json"
+    )]
+    Localize(LocalizeArgs),
     /// Benchmarks over a fault benchmark, with reports.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -305,6 +316,11 @@ pub enum BenchCommand {
         after_help = "Example:\n  reprolab bench repair benchmarks/faults --engines random,bohb --budgets 10x,20x --repeats 3 --out bench-repair"
     )]
     Repair(BenchRepairArgs),
+    /// Score localisation engines against a fault benchmark's ground truth: RC, PR, F3.
+    #[command(
+        after_help = "Example:\n  reprolab bench localize benchmarks/faults --engines static,all --repeats 5"
+    )]
+    Localize(BenchLocalizeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -333,5 +349,46 @@ pub struct BenchRepairArgs {
     /// Report directory (results.jsonl, report.md, report.html, figures/). Rerunning with the same
     /// directory resumes: finished cells are read back, not recomputed.
     #[arg(long, value_name = "DIR", default_value = "bench-repair")]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LocalizeEngine {
+    /// Rules over the config and the search space; no training.
+    Static,
+    /// Monitors over one instrumented training (AutoTrainer / DeepDiagnosis signals).
+    Dynamic,
+    /// Both, merged, de-duplicated and ranked.
+    All,
+}
+
+#[derive(Debug, Args)]
+pub struct LocalizeArgs {
+    /// Subject directory (or its reprolab.toml).
+    pub subject: PathBuf,
+    #[arg(long, value_enum, default_value_t = LocalizeEngine::All)]
+    pub engine: LocalizeEngine,
+    /// Config file (JSON) instead of the subject's own.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Seed of the traced training (dynamic, all).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchLocalizeArgs {
+    /// Fault benchmark directory (faulty subjects with [fix]).
+    #[arg(default_value = "benchmarks/faults")]
+    pub benchmark: PathBuf,
+    /// Engines to score, comma separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = vec![LocalizeEngine::Static, LocalizeEngine::Dynamic, LocalizeEngine::All])]
+    pub engines: Vec<LocalizeEngine>,
+    /// Runs of engines that train (distinct seeds); the answer is their mode, as in the study.
+    #[arg(long, default_value_t = 5)]
+    pub repeats: usize,
+    /// Report directory (results.jsonl, report.md, report.html); rerunning resumes.
+    #[arg(long, value_name = "DIR", default_value = "bench-localize")]
     pub out: PathBuf,
 }

@@ -38,6 +38,10 @@ fn main() -> ExitCode {
             Command::Faults(a) => commands::faults::run(g, a).await,
             Command::Repair(a) => commands::repair::run(g, a).await,
             Command::Bench(cli::BenchCommand::Repair(a)) => commands::bench_repair::run(g, a).await,
+            Command::Bench(cli::BenchCommand::Localize(a)) => {
+                commands::bench_localize::run(g, a).await
+            }
+            Command::Localize(a) => commands::localize::run(g, a).await,
         }
     });
     match result {

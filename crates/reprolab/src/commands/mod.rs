@@ -1,11 +1,13 @@
 //! One module per verb.
 
 pub mod bench_exec;
+pub mod bench_localize;
 pub mod bench_repair;
 pub mod compare;
 pub mod env;
 pub mod eval;
 pub mod faults;
+pub mod localize;
 pub mod mutate;
 pub mod repair;
 pub mod trace;

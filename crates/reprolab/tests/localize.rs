@@ -1,0 +1,84 @@
+//! `localize` and `bench localize` end to end.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn static_localisation_finds_the_real_d4_faults_without_training() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(reprolab(tmp.path())
+        .args(["localize", "--json", "--engine", "static"])
+        .arg(repo().join("benchmarks/faults/real/D4")));
+    assert!(out.status.success());
+    let v = json(&out);
+    assert!(
+        v["training_s"].is_null(),
+        "static localisation trains nothing"
+    );
+    let answer: Vec<&str> = v["answer"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    for t in ["HLR", "LCH"] {
+        assert!(answer.contains(&t), "{answer:?}");
+    }
+    assert!(answer.iter().any(|a| a.starts_with("ACH")), "{answer:?}");
+    for s in v["suspects"].as_array().unwrap() {
+        assert!(!s["evidence"].as_str().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn dynamic_localisation_traces_once_and_stays_quiet_on_a_correct_subject() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(reprolab(tmp.path())
+        .args(["localize", "--json", "--engine", "all"])
+        .arg(subject("digits-mlp")));
+    assert!(out.status.success());
+    let v = json(&out);
+    assert!(v["training_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        v["answer"].as_array().unwrap().len(),
+        0,
+        "a correct subject has no confident suspect: {v}"
+    );
+}
+
+#[test]
+fn bench_localize_scores_the_real_faults() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("bl");
+    let out = run(reprolab(tmp.path())
+        .args([
+            "bench",
+            "localize",
+            "--json",
+            "--engines",
+            "static",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .arg(repo().join("benchmarks/faults/real")));
+    assert!(out.status.success());
+    let v = json(&out);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 6);
+    for r in rows {
+        let (rc, pr, f3) = (
+            r["rc"].as_f64().unwrap(),
+            r["pr"].as_f64().unwrap(),
+            r["f3"].as_f64().unwrap(),
+        );
+        assert!(
+            (0.0..=1.0).contains(&rc) && (0.0..=1.0).contains(&pr) && (0.0..=1.0).contains(&f3)
+        );
+    }
+    assert!(
+        std::fs::read_to_string(out_dir.join("report.md"))
+            .unwrap()
+            .contains("Table 5")
+    );
+}
