@@ -277,6 +277,9 @@ pub enum EngineArg {
     Bohb,
     /// AutoTrainer-style: trace, detect symptoms, try its fixes in order, each retrained from scratch.
     Rules,
+    /// Fault-localisation-guided: TPE over only the hyperparameters localisation suspects,
+    /// widened to the whole space only when that finds no improvement.
+    Guided,
 }
 
 #[derive(Debug, Args)]
@@ -329,7 +332,7 @@ pub struct BenchRepairArgs {
     #[arg(default_value = "benchmarks/faults")]
     pub benchmark: PathBuf,
     /// Engines to compare, comma separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = vec![EngineArg::Random, EngineArg::Tpe, EngineArg::Bohb, EngineArg::Rules])]
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = vec![EngineArg::Random, EngineArg::Tpe, EngineArg::Bohb, EngineArg::Rules, EngineArg::Guided])]
     pub engines: Vec<EngineArg>,
     /// Budgets, comma separated multiples of the faulty training time.
     #[arg(long, value_delimiter = ',', default_value = "10x,20x")]

@@ -109,6 +109,7 @@ pub async fn repair_once(
             let r = repair::rules(obj, subject, &settings).await.map_err(err)?;
             (r.result.clone(), Some(r))
         }
+        EngineArg::Guided => (guided(obj, subject, &settings).await?, None),
     };
     let validation = match search.patch() {
         Some(patch) => Some(
@@ -137,6 +138,104 @@ pub async fn repair_once(
         rules,
         validation,
         minimized,
+    })
+}
+
+/// The space restricted to the parameters whose fault type (and layer, when the suspect names
+/// layers) localisation suspects with confidence at or above its threshold.
+pub fn suspected_space(
+    subject: &Subject,
+    suspects: &[reprolab_localize::Suspect],
+) -> reprolab_core::SearchSpace {
+    let wanted: Vec<&reprolab_localize::Suspect> = suspects
+        .iter()
+        .filter(|s| s.confidence >= reprolab_localize::THRESHOLD)
+        .collect();
+    let params = subject
+        .space
+        .params
+        .iter()
+        .filter(|p| {
+            let Some(fault) = p.fault else { return false };
+            wanted.iter().any(|s| {
+                repair::normalize_type(s.label.fault) == repair::normalize_type(fault)
+                    && (s.label.layers.is_empty()
+                        || p.layer.is_none_or(|l| s.label.layers.contains(&l)))
+            })
+        })
+        .cloned()
+        .collect();
+    reprolab_core::SearchSpace { params }
+}
+
+/// FL-guided repair: localise (static rules and one traced training), then spend half the
+/// budget with TPE on the suspected parameters only. The second half goes on searching them
+/// when that found an improvement, and is widened to the whole space only when it did not (or
+/// when nothing was suspected).
+async fn guided(
+    obj: &EvalTrainer<'_>,
+    subject: &Subject,
+    settings: &SearchSettings,
+) -> Result<SearchResult> {
+    let trace = obj
+        .trace(&subject.config, settings.seed)
+        .await
+        .map_err(|e| anyhow!(e))?;
+    let suspects = reprolab_localize::localize(subject, &subject.config, Some(&trace.epochs));
+    let mut narrowed = subject.clone();
+    narrowed.space = suspected_space(subject, &suspects);
+    let half = match &settings.budget {
+        Budget::Trials(n) => Budget::Trials((n / 2).max(2)),
+        Budget::TimeMultiple(m) => Budget::TimeMultiple(m / 2.0),
+    };
+    let phase = SearchSettings {
+        budget: half,
+        ..settings.clone()
+    };
+    let tpe = |seed| repair::TpeSampler::new(seed, subject.metric.goal);
+    let first = if narrowed.space.params.is_empty() {
+        None
+    } else {
+        Some(
+            repair::search(obj, &narrowed, &mut tpe(settings.seed), &phase)
+                .await
+                .map_err(err)?,
+        )
+    };
+    let second_subject = if first.as_ref().is_some_and(|r| r.patch().is_some()) {
+        &narrowed
+    } else {
+        subject
+    };
+    let wide = SearchSettings {
+        seed: settings.seed + 7919,
+        ..phase
+    };
+    let second = repair::search(obj, second_subject, &mut tpe(wide.seed), &wide)
+        .await
+        .map_err(err)?;
+    let Some(first) = first else {
+        return Ok(SearchResult {
+            engine: "guided".into(),
+            ..second
+        });
+    };
+    // One search record: the first phase's trials, then the second's (its repeat of the faulty
+    // config dropped), renumbered.
+    let mut trials = first.trials;
+    let offset = trials.len() - 1;
+    trials.extend(second.trials.into_iter().skip(1).map(|mut t| {
+        t.number += offset;
+        t
+    }));
+    Ok(SearchResult {
+        engine: "guided".into(),
+        goal: subject.metric.goal,
+        best: repair::study::pick_best(subject, &trials),
+        spent_s: first.spent_s + second.spent_s,
+        budget_s: first.budget_s.zip(second.budget_s).map(|(a, b)| a + b),
+        stop: second.stop,
+        trials,
     })
 }
 
