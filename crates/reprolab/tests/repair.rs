@@ -14,7 +14,7 @@ fn d7() -> std::path::PathBuf {
 #[test]
 fn every_engine_repairs_a_tiny_fault_end_to_end() {
     let tmp = tempfile::tempdir().unwrap();
-    for engine in ["random", "tpe", "bohb", "rules"] {
+    for engine in ["random", "tpe", "bohb", "rules", "guided"] {
         let out = run(reprolab(tmp.path())
             .args([
                 "repair", "--json", "--engine", engine, "--trials", "6", "--runs", "4",
