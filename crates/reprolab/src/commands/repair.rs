@@ -168,8 +168,63 @@ pub fn suspected_space(
     reprolab_core::SearchSpace { params }
 }
 
-/// FL-guided repair: localise (static rules and one traced training), then spend half the
-/// budget with TPE on the suspected parameters only. The second half goes on searching them
+/// The changes localisation suggests ("act0: linear -> relu, lr: 3 -> 0.01"), in rank order,
+/// that the space accepts; the first suggestion for a key wins.
+fn suggested_changes(
+    subject: &Subject,
+    suspects: &[reprolab_localize::Suspect],
+) -> Vec<(String, serde_json::Value)> {
+    let mut out: Vec<(String, serde_json::Value)> = Vec::new();
+    for s in suspects
+        .iter()
+        .filter(|s| s.confidence >= reprolab_localize::THRESHOLD)
+    {
+        for part in s.suggestion.as_deref().unwrap_or("").split(", ") {
+            let Some((key, change)) = part.split_once(": ") else {
+                continue;
+            };
+            let Some((_, to)) = change.split_once(" -> ") else {
+                continue;
+            };
+            let value = serde_json::from_str(to).unwrap_or_else(|_| serde_json::Value::from(to));
+            let accepted = subject.space.get(key).is_some_and(|p| p.contains(&value));
+            if accepted && !out.iter().any(|(k, _)| k == key) {
+                out.push((key.to_string(), value));
+            }
+        }
+    }
+    out
+}
+
+/// A sampler that first proposes the given configs (as Optuna's `enqueue_trial`), then asks TPE.
+struct Enqueued {
+    queue: std::collections::VecDeque<reprolab_core::Config>,
+    tpe: repair::TpeSampler,
+}
+
+impl repair::Sampler for Enqueued {
+    fn ask(
+        &mut self,
+        space: &reprolab_core::SearchSpace,
+        history: &[repair::Trial],
+    ) -> reprolab_core::Config {
+        match self.queue.pop_front() {
+            Some(full) => space
+                .params
+                .iter()
+                .filter_map(|p| full.get(&p.name).map(|v| (p.name.clone(), v.clone())))
+                .collect(),
+            None => self.tpe.ask(space, history),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "guided"
+    }
+}
+
+/// FL-guided repair: localise (static rules and one traced training), try the changes it
+/// suggests, then spend the rest of half the budget with TPE on the suspected parameters only. The second half goes on searching them
 /// when that found an improvement, and is widened to the whole space only when it did not (or
 /// when nothing was suspected).
 async fn guided(
@@ -184,6 +239,30 @@ async fn guided(
     let suspects = reprolab_localize::localize(subject, &subject.config, Some(&trace.epochs));
     let mut narrowed = subject.clone();
     narrowed.space = suspected_space(subject, &suspects);
+    // The suggested changes are tried first: all of them together, then each alone.
+    let changes = suggested_changes(subject, &suspects);
+    for (key, _) in &changes {
+        if narrowed.space.get(key).is_none()
+            && let Some(p) = subject.space.get(key)
+        {
+            narrowed.space.params.push(p.clone());
+        }
+    }
+    let mut queue = std::collections::VecDeque::new();
+    let mut all = subject.config.clone();
+    for (k, v) in &changes {
+        all.insert(k.clone(), v.clone());
+    }
+    if !changes.is_empty() {
+        queue.push_back(all);
+    }
+    if changes.len() > 1 {
+        for (k, v) in &changes {
+            let mut one = subject.config.clone();
+            one.insert(k.clone(), v.clone());
+            queue.push_back(one);
+        }
+    }
     let half = match &settings.budget {
         Budget::Trials(n) => Budget::Trials((n / 2).max(2)),
         Budget::TimeMultiple(m) => Budget::TimeMultiple(m / 2.0),
@@ -196,8 +275,12 @@ async fn guided(
     let first = if narrowed.space.params.is_empty() {
         None
     } else {
+        let mut sampler = Enqueued {
+            queue,
+            tpe: tpe(settings.seed),
+        };
         Some(
-            repair::search(obj, &narrowed, &mut tpe(settings.seed), &phase)
+            repair::search(obj, &narrowed, &mut sampler, &phase)
                 .await
                 .map_err(err)?,
         )
