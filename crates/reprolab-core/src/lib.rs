@@ -4,6 +4,7 @@
 pub mod config;
 pub mod error;
 pub mod fault;
+pub mod fnum;
 pub mod hash;
 pub mod manifest;
 pub mod outcome;

@@ -27,9 +27,9 @@ pub trait Trainer {
 /// Mean, standard deviation (ddof 1) and count of finished runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct GroupStats {
-    #[serde(with = "crate::fnum::float")]
+    #[serde(with = "reprolab_core::fnum::float")]
     pub mean: f64,
-    #[serde(with = "crate::fnum::float")]
+    #[serde(with = "reprolab_core::fnum::float")]
     pub std: f64,
     pub n: usize,
 }
@@ -47,7 +47,7 @@ pub struct MutantResult {
     /// killable mutant), not the bound or the probes on the way.
     pub selected: bool,
     /// The metric per seed (`null` for a failed training).
-    #[serde(with = "crate::fnum::samples")]
+    #[serde(with = "reprolab_core::fnum::samples")]
     pub samples: Vec<Option<f64>>,
     /// When another operator's kept mutant has the same config (ACH and ARM both setting an
     /// activation to `linear`): that mutant's id; this one is then not kept. ARM and AAL win
@@ -85,7 +85,7 @@ pub struct CampaignReport {
     /// The original (correct) config.
     pub original_config: Config,
     /// The original's metric per seed.
-    #[serde(with = "crate::fnum::samples")]
+    #[serde(with = "reprolab_core::fnum::samples")]
     pub original_samples: Vec<Option<f64>>,
     pub original: GroupStats,
     pub operators: Vec<OperatorReport>,

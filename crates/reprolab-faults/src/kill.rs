@@ -185,30 +185,30 @@ impl KillSettings {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KillDecision {
     /// The p-value of the chosen test (1 when it cannot be computed).
-    #[serde(with = "crate::fnum::float")]
+    #[serde(with = "reprolab_core::fnum::float")]
     pub p_value: f64,
     /// GLM p-value (`None` with fewer than 3 finished runs in all).
-    #[serde(default, with = "crate::fnum::opt_float")]
+    #[serde(default, with = "reprolab_core::fnum::opt_float")]
     pub p_glm: Option<f64>,
     /// Wilcoxon p-value over the paired finished runs (`None` without any pair).
-    #[serde(default, with = "crate::fnum::opt_float")]
+    #[serde(default, with = "reprolab_core::fnum::opt_float")]
     pub p_wilcoxon: Option<f64>,
     /// Cohen's d(original, mutant), pooled std with ddof 1: positive = mutant lower, i.e. worse
     /// for goal `max` (better for `min`). NaN when the mutant never trains.
-    #[serde(with = "crate::fnum::float")]
+    #[serde(with = "reprolab_core::fnum::float")]
     pub cohens_d: f64,
     /// p < alpha and d in the worse direction by at least `min_effect`.
     pub killed: bool,
-    #[serde(with = "crate::fnum::float")]
+    #[serde(with = "reprolab_core::fnum::float")]
     pub original_mean: f64,
-    #[serde(with = "crate::fnum::float")]
+    #[serde(with = "reprolab_core::fnum::float")]
     pub original_std: f64,
     /// Finished runs of the original.
     pub original_n: usize,
     /// NaN when the mutant never trains.
-    #[serde(with = "crate::fnum::float")]
+    #[serde(with = "reprolab_core::fnum::float")]
     pub mutant_mean: f64,
-    #[serde(with = "crate::fnum::float")]
+    #[serde(with = "reprolab_core::fnum::float")]
     pub mutant_std: f64,
     /// Finished runs of the mutant.
     pub mutant_n: usize,

@@ -13,7 +13,6 @@
 //!   them again.
 
 mod campaign;
-mod fnum;
 mod kill;
 mod operators;
 mod output;

@@ -74,13 +74,13 @@ pub struct FaultRecord {
     #[serde(default)]
     pub fixed: Option<GroupStats>,
     /// The p-value of `test` between fixed and faulty.
-    #[serde(default, with = "crate::fnum::opt_float")]
+    #[serde(default, with = "reprolab_core::fnum::opt_float")]
     pub p_value: Option<f64>,
     #[serde(default)]
     pub test: Option<KillTest>,
     /// Cohen's d(fixed, faulty), pooled std with ddof 1 (positive: the faulty config scores
     /// lower).
-    #[serde(default, with = "crate::fnum::opt_float")]
+    #[serde(default, with = "reprolab_core::fnum::opt_float")]
     pub cohens_d: Option<f64>,
     /// Where a real fault comes from (a URL, a post id).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -20,7 +20,7 @@
 
 pub mod bohb;
 pub mod budget;
-mod fnum;
+use reprolab_core::fnum;
 mod join;
 pub mod metrics;
 pub mod minimize;

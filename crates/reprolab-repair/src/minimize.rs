@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::metrics::patch_diff;
 use crate::validate::{Group, checked_patch, compare, significantly};
-use crate::{Objective, RepairError, fnum};
+use crate::{Objective, RepairError};
+use reprolab_core::fnum;
 
 /// One subset tested.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,7 +11,8 @@ use crate::budget::{Meter, SearchSettings};
 use crate::join::join_all;
 use crate::sampler::Sampler;
 use crate::space::{apply_patch, changed_count};
-use crate::{Objective, RepairError, Trial, fnum, trial_seed};
+use crate::{Objective, RepairError, Trial, trial_seed};
+use reprolab_core::fnum;
 
 /// Why a search ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

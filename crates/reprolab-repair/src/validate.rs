@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use crate::join::join_all;
 use crate::metrics::{asymmetric_jaccard, changed_types, complexity, gt_types, ir, patch_diff};
 use crate::space::apply_patch;
-use crate::{Objective, RepairError, fnum, stats_goal};
+use crate::{Objective, RepairError, stats_goal};
+use reprolab_core::fnum;
 
 /// One config's retrainings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -39,7 +39,7 @@ fn write<S: Serializer>(x: f64, s: S) -> Result<S::Ok, S::Error> {
     }
 }
 
-/// `#[serde(with = "crate::fnum::float")]` for an `f64`.
+/// `#[serde(with = "reprolab_core::fnum::float")]` for an `f64`.
 pub mod float {
     use super::*;
 
@@ -52,7 +52,7 @@ pub mod float {
     }
 }
 
-/// `#[serde(default, with = "crate::fnum::opt_float")]` for an `Option<f64>`: `None` and NaN
+/// `#[serde(default, with = "reprolab_core::fnum::opt_float")]` for an `Option<f64>`: `None` and NaN
 /// are both `null` (and read back as `None`).
 pub mod opt_float {
     use super::*;
@@ -70,7 +70,7 @@ pub mod opt_float {
     }
 }
 
-/// `#[serde(with = "crate::fnum::samples")]` for a `Vec<Option<f64>>` of per-seed metrics:
+/// `#[serde(with = "reprolab_core::fnum::samples")]` for a `Vec<Option<f64>>` of per-seed metrics:
 /// a failed run is `null`.
 pub mod samples {
     use super::*;
