@@ -405,6 +405,12 @@ fn build_report(rows: &[Row], a: &BenchRepairArgs) -> Report {
     if let (Some(r20), Some(b10)) = (median_of("random", "20x"), median_of("bohb", "10x")) {
         targets.push(format!("Median IR: bohb at 10x = {b10:.2}, random at 20x = {r20:.2} (target: bohb at 10x >= random at 20x: {}).", if b10 >= r20 { "met" } else { "not met" }));
     }
+    if let (Some(r20), Some(g10)) = (median_of("random", "20x"), median_of("guided", "10x")) {
+        targets.push(format!(
+            "Median IR: guided at 10x = {g10:.2}, random at 20x = {r20:.2} (target: guided at 10x >= random at 20x: {}).",
+            if g10 >= r20 { "met" } else { "not met" }
+        ));
+    }
     let minimized: Vec<&Row> = rows.iter().filter(|r| r.min_changed.is_some()).collect();
     if !minimized.is_empty() {
         let mc = mean(
