@@ -321,7 +321,12 @@ fn bohb_is_cheaper_per_config_and_finds_the_region() {
     for seed in seeds.clone() {
         let s = settings(Budget::TimeMultiple(30.0), seed);
         let obj = Synth::study();
-        let b = block_on(bohb(&obj, &subject, &s)).unwrap();
+        // Three rungs (the paper's shape), so that low fidelities dominate the cost.
+        let three_rungs = crate::BohbOptions {
+            s_max: 2,
+            ..Default::default()
+        };
+        let b = block_on(crate::bohb_with(&obj, &subject, &s, &three_rungs)).unwrap();
         assert_eq!(b.engine, "bohb");
         assert_eq!(b.trials[0].config, subject.config);
         assert!(b.trials[0].is_full());
@@ -365,7 +370,15 @@ fn bohb_is_cheaper_per_config_and_finds_the_region() {
         found += usize::from(best.value.unwrap() > 0.9);
         // Half the budget against random search's 20x.
         let s10 = settings(Budget::TimeMultiple(10.0), seed);
-        bohb10 += best_value(&block_on(bohb(&Synth::study(), &subject, &s10)).unwrap());
+        bohb10 += best_value(
+            &block_on(crate::bohb_with(
+                &Synth::study(),
+                &subject,
+                &s10,
+                &three_rungs,
+            ))
+            .unwrap(),
+        );
         let s20 = settings(Budget::TimeMultiple(20.0), seed);
         random20 += best_value(
             &block_on(search(
