@@ -234,15 +234,27 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
     }
     pb.finish_and_clear();
     ev.shutdown().await;
-    let wanted: HashSet<&str> = faults
+    // The report covers the faults asked for this time, whatever else results.jsonl holds.
+    let names: HashSet<String> = faults
         .iter()
-        .filter_map(|(d, _)| d.file_name().and_then(|n| n.to_str()))
+        .filter_map(|(d, _)| Subject::load(d).ok().map(|s| s.name))
         .collect();
-    rows.retain(|r| {
-        wanted.contains(r.fault.as_str())
-            || faults
-                .iter()
-                .any(|(d, _)| Subject::load(d).is_ok_and(|s| s.name == r.fault))
+    rows.retain(|r| names.contains(&r.fault));
+    // Tables follow the order of --engines and --budgets, whatever order the cells ran in.
+    let engine_pos = |e: &str| {
+        a.engines
+            .iter()
+            .position(|x| engine_name(*x) == e)
+            .unwrap_or(usize::MAX)
+    };
+    let budget_pos = |b: &str| a.budgets.iter().position(|x| x == b).unwrap_or(usize::MAX);
+    rows.sort_by_key(|r| {
+        (
+            budget_pos(&r.budget),
+            engine_pos(&r.engine),
+            r.fault.clone(),
+            r.repeat,
+        )
     });
     let report = build_report(&rows, a);
     let html = report.write(&a.out)?;
