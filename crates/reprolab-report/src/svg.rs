@@ -21,6 +21,18 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 /// A box plot (median, quartiles, whiskers at 1.5 IQR, outliers as dots, mean as a cross) of
 /// each group's values; empty groups are drawn as "no data".
 pub fn boxplot(title: &str, y_label: &str, groups: &[(String, Vec<f64>)]) -> String {
+    boxplot_in(title, y_label, groups, None)
+}
+
+/// [`boxplot`] with the y axis limited to `range`: statistics use every value, but what lies
+/// outside is drawn on the edge and counted under the group ("3 off-scale"), so that a few
+/// extreme values (an IR of −180) do not flatten every box.
+pub fn boxplot_in(
+    title: &str,
+    y_label: &str,
+    groups: &[(String, Vec<f64>)],
+    range: Option<(f64, f64)>,
+) -> String {
     let (w, h) = (120.0 + 90.0 * groups.len().max(1) as f64, 320.0);
     let (left, right, top, bottom) = (60.0, 20.0, 30.0, 60.0);
     let finite: Vec<f64> = groups
@@ -39,9 +51,12 @@ pub fn boxplot(title: &str, y_label: &str, groups: &[(String, Vec<f64>)]) -> Str
     if (hi - lo).abs() < 1e-12 {
         (lo, hi) = (lo - 0.5, hi + 0.5);
     }
+    if let Some((rlo, rhi)) = range {
+        (lo, hi) = (lo.max(rlo), hi.min(rhi));
+    }
     let pad = (hi - lo) * 0.05;
     let (lo, hi) = (lo - pad, hi + pad);
-    let y = |v: f64| top + (h - top - bottom) * (1.0 - (v - lo) / (hi - lo));
+    let y = |v: f64| top + (h - top - bottom) * (1.0 - (v.clamp(lo, hi) - lo) / (hi - lo));
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
          <text x=\"{}\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n",
@@ -83,11 +98,16 @@ pub fn boxplot(title: &str, y_label: &str, groups: &[(String, Vec<f64>)]) -> Str
         );
         let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
         v.sort_by(f64::total_cmp);
+        let off = v.iter().filter(|x| **x < lo || **x > hi).count();
+        let n_text = if off > 0 {
+            format!("n={}, {off} off-scale", v.len())
+        } else {
+            format!("n={}", v.len())
+        };
         let _ = writeln!(
             s,
-            "<text x=\"{cx}\" y=\"{}\" text-anchor=\"middle\" fill=\"#777\">n={}</text>",
-            h - bottom + 34.0,
-            v.len()
+            "<text x=\"{cx}\" y=\"{}\" text-anchor=\"middle\" fill=\"#777\">{n_text}</text>",
+            h - bottom + 34.0
         );
         if v.is_empty() {
             let _ = writeln!(
@@ -149,6 +169,18 @@ mod tests {
         let v = [1.0, 2.0, 3.0, 4.0];
         assert_eq!(quantile(&v, 0.25), 1.75); // numpy.quantile([1,2,3,4], .25)
         assert_eq!(quantile(&v, 0.5), 2.5);
+    }
+
+    #[test]
+    fn a_limited_axis_counts_what_is_off_scale() {
+        let svg = boxplot_in(
+            "t",
+            "IR",
+            &[("a".into(), vec![-180.0, 0.2, 0.5, 0.9, 1.0])],
+            Some((-1.0, 1.5)),
+        );
+        assert!(svg.contains("1 off-scale"), "{svg}");
+        assert!(!svg.contains("-180"), "the axis stops at the range");
     }
 
     #[test]

@@ -404,9 +404,9 @@ fn build_report(rows: &[Row], a: &BenchRepairArgs) -> Report {
         .collect();
     let fig3 = Figure {
         name: "ir".into(),
-        caption: "Figure 3: improvement rate (IR) per engine and budget, over faults and repeats"
+        caption: "Figure 3: improvement rate (IR) per engine and budget, over faults and repeats (axis limited to [-1, 1.5]; values beyond are counted as off-scale)"
             .into(),
-        svg: svg::boxplot("Improvement rate", "IR", &ir_groups),
+        svg: svg::boxplot_in("Improvement rate", "IR", &ir_groups, Some((-1.0, 1.5))),
     };
     let median_of = |e: &str, b: &str| {
         gs.iter()
