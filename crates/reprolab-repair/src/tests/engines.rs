@@ -7,7 +7,7 @@ use super::*;
 use crate::space::apply_patch;
 use crate::{
     BohbOptions, Budget, RandomSampler, Sampler, SearchResult, SearchSettings, Stop, TpeSampler,
-    Trial, bohb, bohb_with, search,
+    Trial, bohb_with, search,
 };
 
 fn settings(budget: Budget, seed: u64) -> SearchSettings {
