@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write as _;
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -15,6 +14,7 @@ use reprolab_report::{Cell, Report, Section, Table};
 use serde::{Deserialize, Serialize};
 
 use super::localize::suspects;
+use super::{read_jsonl, serde_name};
 use crate::cli::{BenchLocalizeArgs, Global, LocalizeEngine};
 use crate::context;
 use crate::progress;
@@ -37,23 +37,6 @@ pub struct Row {
     pub seconds: f64,
 }
 
-fn engine_name(e: LocalizeEngine) -> String {
-    serde_json::to_value(e)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default()
-}
-
-fn read_rows(path: &Path) -> Vec<Row> {
-    std::fs::read_to_string(path)
-        .map(|t| {
-            t.lines()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
     if a.repeats == 0 {
         bail!("--repeats must be at least 1");
@@ -64,7 +47,7 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
     }
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let results_path = a.out.join("results.jsonl");
-    let mut rows = read_rows(&results_path);
+    let mut rows: Vec<Row> = read_jsonl(&results_path);
     let done: HashSet<(String, String)> = rows
         .iter()
         .map(|r| (r.fault.clone(), r.engine.clone()))
@@ -86,14 +69,11 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
             .as_ref()
             .map(|f| f.faults.clone())
             .unwrap_or_default();
-        let origin = record.as_ref().map_or("real".into(), |r| {
-            serde_json::to_value(r.origin)
-                .ok()
-                .and_then(|v| v.as_str().map(String::from))
-                .unwrap_or_default()
-        });
+        let origin = record
+            .as_ref()
+            .map_or("real".into(), |r| serde_name(r.origin));
         for &engine in &a.engines {
-            let name = engine_name(engine);
+            let name = serde_name(engine);
             if done.contains(&(subject.name.clone(), name.clone())) {
                 pb.inc(1);
                 continue;
@@ -258,7 +238,7 @@ fn summary_rows(rows: &[Row], engines: &[LocalizeEngine]) -> Vec<Vec<String>> {
         }
     };
     for e in engines {
-        let name = engine_name(*e);
+        let name = serde_name(*e);
         let rs: Vec<&Row> = rows.iter().filter(|r| r.engine == name).collect();
         let of = |origin: Option<&str>, f: fn(&Row) -> f64| {
             avg(rs

@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write as _;
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -14,7 +13,8 @@ use reprolab_report::{Cell, Figure, Report, Section, Table, svg};
 use serde::{Deserialize, Serialize};
 
 use super::repair::{RepairSpec, repair_once};
-use crate::cli::{BenchRepairArgs, EngineArg, Global};
+use super::{read_jsonl, serde_name};
+use crate::cli::{BenchRepairArgs, Global};
 use crate::context;
 use crate::progress;
 use crate::trainer::EvalTrainer;
@@ -53,24 +53,6 @@ impl Row {
             self.fault, self.engine, self.budget, self.repeat
         )
     }
-}
-
-fn engine_name(e: EngineArg) -> String {
-    serde_json::to_value(e)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default()
-}
-
-fn read_rows(path: &Path) -> Result<Vec<Row>> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Ok(Vec::new());
-    };
-    // A torn last line (killed mid-write) is dropped; that cell is simply redone.
-    Ok(text
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect())
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -116,7 +98,7 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
     }
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let results_path = a.out.join("results.jsonl");
-    let mut rows = read_rows(&results_path)?;
+    let mut rows: Vec<Row> = read_jsonl(&results_path);
     let done: HashSet<String> = rows.iter().map(Row::key).collect();
     let total = faults.len() * budgets.len() * a.engines.len() * a.repeats;
     let ev = context::evaluator(g).await?;
@@ -139,7 +121,7 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
                     let key = format!(
                         "{}|{}|{}|{}",
                         subject.name,
-                        engine_name(engine),
+                        serde_name(engine),
                         budget_name,
                         repeat
                     );
@@ -181,7 +163,7 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
                     };
                     let row = Row {
                         fault: subject.name.clone(),
-                        engine: engine_name(engine),
+                        engine: serde_name(engine),
                         budget: budget_name.clone(),
                         repeat,
                         goal: subject.metric.goal,
@@ -244,7 +226,7 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
     let engine_pos = |e: &str| {
         a.engines
             .iter()
-            .position(|x| engine_name(*x) == e)
+            .position(|x| serde_name(*x) == e)
             .unwrap_or(usize::MAX)
     };
     let budget_pos = |b: &str| a.budgets.iter().position(|x| x == b).unwrap_or(usize::MAX);
@@ -449,10 +431,7 @@ fn build_report(rows: &[Row], a: &BenchRepairArgs) -> Report {
                 paragraphs: vec![format!(
                     "{} faults, engines {:?}, budgets {:?} (multiples of the faulty program's mean training time, counted as summed training time), {} repeats, {} validation retrainings per config on the holdout split. Significant: Wilcoxon p < 0.05 and |d| >= 0.5, better than the faulty config.",
                     faults.len(),
-                    a.engines
-                        .iter()
-                        .map(|e| engine_name(*e))
-                        .collect::<Vec<_>>(),
+                    a.engines.iter().map(|e| serde_name(*e)).collect::<Vec<_>>(),
                     a.budgets,
                     a.repeats,
                     a.runs

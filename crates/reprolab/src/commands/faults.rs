@@ -135,10 +135,7 @@ pub async fn run(g: &Global, a: &FaultsArgs) -> Result<ExitCode> {
                     .map(|f| f.to_string())
                     .collect::<Vec<_>>()
                     .join(" "),
-                serde_json::to_value(r.origin)
-                    .ok()
-                    .and_then(|v| v.as_str().map(String::from))
-                    .unwrap_or_default(),
+                super::serde_name(r.origin),
                 stats(&r.faulty),
                 stats(&r.fixed),
                 r.p_value.map_or("-".into(), |p| format!("{p:.2e}")),

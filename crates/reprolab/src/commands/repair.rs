@@ -324,10 +324,7 @@ async fn guided(
 
 fn patch_path(a: &RepairArgs, subject: &Subject) -> PathBuf {
     a.out.clone().unwrap_or_else(|| {
-        let engine = serde_json::to_value(a.engine)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default();
+        let engine = super::serde_name(a.engine);
         PathBuf::from(".reprolab")
             .join("patches")
             .join(format!("{}-{engine}.json", subject.name))
