@@ -276,6 +276,7 @@ fn price(cfg: &LlmConfig, model: &str, base: &str) -> Option<Price> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         move |k| {
@@ -386,7 +387,7 @@ mod tests {
         let cfg = LlmConfig::default();
         let none = env_of(&[]);
         assert!(
-            matches!(parse_spec_with("replay:rec/dir", &cfg, &none).unwrap(), Spec::Replay(p) if p == PathBuf::from("rec/dir"))
+            matches!(parse_spec_with("replay:rec/dir", &cfg, &none).unwrap(), Spec::Replay(p) if p == Path::new("rec/dir"))
         );
         assert!(
             matches!(parse_spec_with("local:smollm2", &cfg, &none).unwrap(), Spec::Local(n) if n == "smollm2")

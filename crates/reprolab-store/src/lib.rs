@@ -3,7 +3,9 @@
 //! Every finished evaluation (one training of a subject with one config and one seed) is stored in
 //! `.reprolab/store.db` of the working directory, keyed by its content hash (see the architecture
 //! document, section "Cache key"), so that a repeated or resumed command reuses it. Commands
-//! (`runs`) and the evaluations they used (`run_evaluations`) are recorded as well.
+//! (`runs`) and the evaluations they used (`run_evaluations`) are recorded as well, and so is
+//! every LLM call (`llm_calls`: prompt, answer, tokens, latency, cost), so that a result can be
+//! traced back to the exact model output behind it.
 //!
 //! Durability: the database is in WAL mode with `synchronous=NORMAL`, and each write is its own
 //! short transaction made right when the evaluation finishes. Killing reprolab at any moment loses
@@ -21,7 +23,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionB
 use serde::{Deserialize, Serialize};
 
 /// Version of the schema this crate writes, recorded in SQLite's `user_version`.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// How long a write waits for another process holding the write lock before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -64,10 +66,34 @@ const MIGRATIONS: &[&str] = &[
          PRIMARY KEY (run_id, key)
      ) WITHOUT ROWID;
      CREATE INDEX run_evaluations_key ON run_evaluations (key);",
+    // 1 -> 2
+    "CREATE TABLE llm_calls (
+         id                INTEGER PRIMARY KEY AUTOINCREMENT,
+         run_id            INTEGER REFERENCES runs (id) ON DELETE SET NULL,
+         model             TEXT NOT NULL,
+         request_hash      TEXT NOT NULL,
+         request           TEXT NOT NULL,
+         response          TEXT,
+         error             TEXT,
+         prompt_tokens     INTEGER NOT NULL,
+         completion_tokens INTEGER NOT NULL,
+         latency_ms        INTEGER NOT NULL,
+         cost_usd          REAL,
+         replayed          INTEGER NOT NULL,
+         created_at        TEXT NOT NULL
+     );
+     CREATE INDEX llm_calls_run ON llm_calls (run_id);
+     CREATE INDEX llm_calls_hash ON llm_calls (request_hash);",
 ];
 
 /// Tables that a reprolab store may contain (any version); used to refuse foreign databases.
-const OWN_TABLES: &[&str] = &["evaluations", "runs", "run_evaluations", "sqlite_sequence"];
+const OWN_TABLES: &[&str] = &[
+    "evaluations",
+    "runs",
+    "run_evaluations",
+    "llm_calls",
+    "sqlite_sequence",
+];
 
 /// What went wrong with the store. Every message names the database file.
 #[derive(Debug, thiserror::Error)]
@@ -99,7 +125,7 @@ pub enum StoreError {
         key: String,
         detail: String,
     },
-    /// `finish_run` or `link` named a run that does not exist.
+    /// `finish_run`, `link` or `record_llm_call` named a run that does not exist.
     #[error("store {}: no run with id {run_id}", path.display())]
     NoSuchRun { path: PathBuf, run_id: i64 },
     /// Creating the state directory failed.
@@ -178,6 +204,32 @@ pub struct EvaluationRecord {
     pub output_tail: String,
     /// RFC 3339 UTC time of insertion, set by the store on every `put_evaluation` (the value
     /// passed in is ignored).
+    pub created_at: String,
+}
+
+/// One LLM call, as stored in `llm_calls`. The store does not know the LLM crate: the binary
+/// converts its call records into this.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LlmCallRecord {
+    /// Row id, set by the store (ignored by [`Store::record_llm_call`]).
+    pub id: i64,
+    /// The command run that made the call, if any.
+    pub run_id: Option<i64>,
+    /// `provider:model`.
+    pub model: String,
+    /// sha256 of the request (the cassette name used by record / replay).
+    pub request_hash: String,
+    pub request: serde_json::Value,
+    /// `None` when the call failed.
+    pub response: Option<serde_json::Value>,
+    pub error: Option<String>,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub latency_ms: u64,
+    /// `None` when the model's price is unknown.
+    pub cost_usd: Option<f64>,
+    pub replayed: bool,
+    /// RFC 3339 UTC, set by the store.
     pub created_at: String,
 }
 
@@ -397,6 +449,124 @@ impl Store {
             });
         }
         Ok(())
+    }
+
+    /// Stores one LLM call in its own transaction; returns its row id. `id` and `created_at` of
+    /// `rec` are ignored (set by the store).
+    pub fn record_llm_call(&self, rec: &LlmCallRecord) -> Result<i64, StoreError> {
+        let what = || format!("recording an LLM call to {}", rec.model);
+        let bad = |field: &str, e: serde_json::Error| StoreError::BadRecord {
+            path: self.path.clone(),
+            key: format!("llm call {}", rec.request_hash),
+            detail: format!("{field}: {e}"),
+        };
+        let request = serde_json::to_string(&rec.request).map_err(|e| bad("request", e))?;
+        let response = rec
+            .response
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| bad("response", e))?;
+        let cost = rec.cost_usd.filter(|c| c.is_finite());
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO llm_calls (run_id, model, request_hash, request, response, error, \
+                 prompt_tokens, completion_tokens, latency_ms, cost_usd, replayed, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
+            )
+            .map_err(|e| self.err(what(), e))?;
+        let result = stmt.query_row(
+            params![
+                rec.run_id,
+                rec.model,
+                rec.request_hash,
+                request,
+                response,
+                rec.error,
+                rec.prompt_tokens as i64,
+                rec.completion_tokens as i64,
+                rec.latency_ms as i64,
+                cost,
+                rec.replayed,
+                now_rfc3339(),
+            ],
+            |r| r.get(0),
+        );
+        match result {
+            Ok(id) => Ok(id),
+            Err(e) if e.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => {
+                Err(StoreError::NoSuchRun {
+                    path: self.path.clone(),
+                    run_id: rec.run_id.unwrap_or_default(),
+                })
+            }
+            Err(e) => Err(self.err(what(), e)),
+        }
+    }
+
+    /// The `limit` most recent LLM calls, newest first.
+    pub fn llm_calls(&self, limit: usize) -> Result<Vec<LlmCallRecord>, StoreError> {
+        let what = "reading LLM calls";
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, run_id, model, request_hash, request, response, error, \
+                 prompt_tokens, completion_tokens, latency_ms, cost_usd, replayed, created_at \
+                 FROM llm_calls ORDER BY id DESC LIMIT ?1",
+            )
+            .map_err(|e| self.err(what, e))?;
+        let rows = stmt
+            .query_map([limit.min(i64::MAX as usize) as i64], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, Option<i64>>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, Option<String>>(5)?,
+                    r.get::<_, Option<String>>(6)?,
+                    [
+                        r.get::<_, i64>(7)?,
+                        r.get::<_, i64>(8)?,
+                        r.get::<_, i64>(9)?,
+                    ],
+                    r.get::<_, Option<f64>>(10)?,
+                    r.get::<_, bool>(11)?,
+                    r.get::<_, String>(12)?,
+                ))
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err(what, e))?;
+        rows.into_iter()
+            .map(
+                |(id, run_id, model, hash, request, response, error, n, cost, replayed, at)| {
+                    let bad = |field: &str, e: serde_json::Error| StoreError::BadRecord {
+                        path: self.path.clone(),
+                        key: format!("llm_calls row {id}"),
+                        detail: format!("{field}: {e}"),
+                    };
+                    Ok(LlmCallRecord {
+                        id,
+                        run_id,
+                        model,
+                        request_hash: hash,
+                        request: serde_json::from_str(&request).map_err(|e| bad("request", e))?,
+                        response: response
+                            .map(|r| serde_json::from_str(&r))
+                            .transpose()
+                            .map_err(|e| bad("response", e))?,
+                        error,
+                        prompt_tokens: n[0] as u64,
+                        completion_tokens: n[1] as u64,
+                        latency_ms: n[2] as u64,
+                        cost_usd: cost,
+                        replayed,
+                        created_at: at,
+                    })
+                },
+            )
+            .collect()
     }
 
     fn err(&self, what: impl Into<String>, e: rusqlite::Error) -> StoreError {

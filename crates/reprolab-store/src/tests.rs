@@ -589,3 +589,82 @@ fn killed_writer_loses_nothing_committed() {
         );
     }
 }
+
+fn llm_call(model: &str, run_id: Option<i64>, ok: bool) -> LlmCallRecord {
+    LlmCallRecord {
+        id: 0,
+        run_id,
+        model: model.into(),
+        request_hash: "ab12".repeat(16),
+        request: json!({"messages": [{"role": "user", "content": "why NaN? ünï"}], "n": 1}),
+        response: ok.then(|| json!({"choices": [{"text": "lr too high", "finish": "stop"}]})),
+        error: (!ok).then(|| "HTTP 500 from http://x: boom".to_string()),
+        prompt_tokens: 12,
+        completion_tokens: if ok { 5 } else { 0 },
+        latency_ms: 321,
+        cost_usd: ok.then_some(0.000_125),
+        replayed: !ok,
+        created_at: String::new(),
+    }
+}
+
+#[test]
+fn llm_calls_roundtrip_newest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&db(&dir)).unwrap();
+    let run = store.start_run("llm chat", &json!({})).unwrap();
+    let a = llm_call("openai:gpt-4o-mini", Some(run), true);
+    let b = llm_call("anthropic:claude", None, false);
+    let ida = store.record_llm_call(&a).unwrap();
+    let idb = store.record_llm_call(&b).unwrap();
+    assert!(idb > ida);
+    let got = store.llm_calls(10).unwrap();
+    assert_eq!(got.len(), 2);
+    for (g, want, id) in [(&got[0], &b, idb), (&got[1], &a, ida)] {
+        assert_eq!(g.id, id);
+        assert!(g.created_at.ends_with('Z'), "{}", g.created_at);
+        let mut g = g.clone();
+        g.id = 0;
+        g.created_at = String::new();
+        assert_eq!(&g, want);
+    }
+    assert_eq!(store.llm_calls(1).unwrap().len(), 1);
+    assert_eq!(store.llm_calls(1).unwrap()[0].id, idb);
+}
+
+#[test]
+fn llm_call_with_unknown_run_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&db(&dir)).unwrap();
+    let e = store
+        .record_llm_call(&llm_call("m", Some(999), true))
+        .unwrap_err();
+    assert!(
+        matches!(e, StoreError::NoSuchRun { run_id: 999, .. }),
+        "{e}"
+    );
+}
+
+#[test]
+fn version_1_store_migrates_keeping_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db(&dir);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    {
+        let raw = Connection::open(&path).unwrap();
+        raw.execute_batch(MIGRATIONS[0]).unwrap();
+        raw.pragma_update(None, "user_version", 1).unwrap();
+        raw.execute(
+            "INSERT INTO runs (command, args, started_at) VALUES ('eval', '{}', 'then')",
+            [],
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), 2);
+    store.finish_run(1, "ok", &json!({})).unwrap();
+    store
+        .record_llm_call(&llm_call("m", Some(1), true))
+        .unwrap();
+    assert_eq!(store.llm_calls(5).unwrap().len(), 1);
+}

@@ -125,6 +125,9 @@ indices (e.g. ACH(1)), confidence, evidence with the observed numbers, and a sug
     /// Benchmarks over a fault benchmark, with reports.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Talk to an LLM directly, and list the LLM calls recorded in the store.
+    #[command(subcommand)]
+    Llm(LlmCommand),
 }
 
 #[derive(Debug, Args)]
@@ -394,4 +397,49 @@ pub struct BenchLocalizeArgs {
     /// Report directory (results.jsonl, report.md, report.html); rerunning resumes.
     #[arg(long, value_name = "DIR", default_value = "bench-localize")]
     pub out: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LlmCommand {
+    /// Ask a model one question and print its answers (checks a provider, a key or a recording).
+    #[command(
+        after_help = "Examples:\n  reprolab llm chat \"Say hi\" --llm ollama:llama3.2\n  reprolab llm chat \"List 3 optimisers as JSON\" --llm openai:gpt-4o-mini --json-mode --n 2\n  reprolab llm chat \"Say hi\" --llm openai:gpt-4o-mini --llm-record cassettes\n  reprolab llm chat \"Say hi\" --llm replay:cassettes"
+    )]
+    Chat(Box<LlmChatArgs>),
+    /// The most recent LLM calls recorded in the store: model, tokens, latency, cost, errors.
+    #[command(after_help = "Example:\n  reprolab llm calls --limit 50")]
+    Calls(LlmCallsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LlmChatArgs {
+    /// The user message ("-" reads it from stdin).
+    pub prompt: String,
+    /// A system message sent before the prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// How many answers to ask for.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub n: u32,
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// Most tokens per answer.
+    #[arg(long, default_value_t = 1024)]
+    pub max_tokens: u32,
+    /// Sampling seed (servers that support one).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Ask for a JSON object (OpenAI response_format) and check that each answer parses.
+    /// (--json, a global flag, prints this command's output as JSON.)
+    #[arg(long)]
+    pub json_mode: bool,
+    #[command(flatten)]
+    pub llm: crate::llm::LlmArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LlmCallsArgs {
+    /// How many of the most recent calls to show.
+    #[arg(long, short = 'n', default_value_t = 20)]
+    pub limit: usize,
 }

@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod context;
+mod llm;
 mod progress;
 mod table;
 mod trainer;
@@ -42,6 +43,8 @@ fn main() -> ExitCode {
                 commands::bench_localize::run(g, a).await
             }
             Command::Localize(a) => commands::localize::run(g, a).await,
+            Command::Llm(cli::LlmCommand::Chat(a)) => commands::llm::chat(g, a).await,
+            Command::Llm(cli::LlmCommand::Calls(a)) => commands::llm::calls(g, a).await,
         }
     });
     match result {
@@ -62,7 +65,7 @@ fn init_tracing(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("REPROLAB_LOG").unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(format!(
-            "reprolab={level},reprolab_exec={level},reprolab_store={level},warn"
+            "reprolab={level},reprolab_exec={level},reprolab_store={level},reprolab_llm={level},warn"
         ))
     });
     tracing_subscriber::fmt()

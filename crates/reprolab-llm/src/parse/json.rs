@@ -60,7 +60,7 @@ pub fn extract_json(text: &str) -> Result<Value, ParseError> {
             return Ok(v);
         }
         // A fence may hold prose around the JSON as well.
-        if let Some(v) = balanced_spans(&f.body).find_map(|s| try_parse(s)) {
+        if let Some(v) = balanced_spans(&f.body).find_map(&mut try_parse) {
             return Ok(v);
         }
     }

@@ -7,6 +7,7 @@ pub mod compare;
 pub mod env;
 pub mod eval;
 pub mod faults;
+pub mod llm;
 pub mod localize;
 pub mod mutate;
 pub mod repair;
