@@ -8,6 +8,7 @@ pub mod fnum;
 pub mod hash;
 pub mod manifest;
 pub mod outcome;
+pub mod program;
 pub mod space;
 
 pub use config::Config;
@@ -18,4 +19,5 @@ pub use manifest::{
     Task, expand_command,
 };
 pub use outcome::{Outcome, Split};
+pub use program::ProgramView;
 pub use space::{ConfigIssue, ConfigIssueKind, Param, ParamKind, SearchSpace};

@@ -18,6 +18,7 @@
 //! directory name: only the config, the search space, the task and metric, and the trace.
 
 mod arch;
+pub mod llm;
 pub mod monitors;
 pub mod rules;
 

@@ -22,6 +22,7 @@ pub mod bohb;
 pub mod budget;
 use reprolab_core::fnum;
 mod join;
+pub mod llm;
 pub mod metrics;
 pub mod minimize;
 pub mod rng;

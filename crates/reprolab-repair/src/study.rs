@@ -28,6 +28,10 @@ pub enum Stop {
     Repaired,
     /// Rules: no applicable fix improved on the best config so far.
     NoFix,
+    /// LLM: every usable suggestion was trained.
+    Suggestions,
+    /// LLM: the model could not be asked further (token or cost budget, provider error).
+    Llm,
 }
 
 /// What a search found.
