@@ -283,6 +283,45 @@ pub enum EngineArg {
     /// Fault-localisation-guided: TPE over only the hyperparameters localisation suspects,
     /// widened to the whole space only when that finds no improvement.
     Guided,
+    /// The study's LLM repair prompt (needs --llm): --samples answers, each read into a patch
+    /// the search space accepts and trained.
+    Llm,
+    /// LLM generate-validate-refine (needs --llm): the localisation result, the allowed values
+    /// and the measured outcome of every attempt go back to the model for --rounds rounds.
+    #[value(name = "llm-refine")]
+    #[serde(rename = "llm-refine")]
+    LlmRefine,
+}
+
+impl EngineArg {
+    pub fn needs_llm(self) -> bool {
+        matches!(self, EngineArg::Llm | EngineArg::LlmRefine)
+    }
+}
+
+/// How the LLM engines ask (repair and bench repair).
+#[derive(Debug, Clone, Args)]
+pub struct LlmRepairArgs {
+    /// LLM engines: answers per prompt (the request's n).
+    #[arg(long, default_value_t = 5)]
+    pub samples: u32,
+    /// LLM engines: sampling temperature.
+    #[arg(long, default_value_t = 0.5)]
+    pub temperature: f64,
+    /// llm-refine: rounds of generate-validate-refine.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: u32,
+}
+
+impl LlmRepairArgs {
+    pub fn options(&self) -> reprolab_repair::llm::LlmRepairOptions {
+        reprolab_repair::llm::LlmRepairOptions {
+            samples: self.samples,
+            temperature: self.temperature,
+            rounds: self.rounds,
+            ..Default::default()
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -313,6 +352,10 @@ pub struct RepairArgs {
     /// Where to write the patched config. Default: .reprolab/patches/<subject>-<engine>.json
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub llm_repair: LlmRepairArgs,
+    #[command(flatten)]
+    pub llm: crate::llm::LlmArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -356,6 +399,10 @@ pub struct BenchRepairArgs {
     /// directory resumes: finished cells are read back, not recomputed.
     #[arg(long, value_name = "DIR", default_value = "bench-repair")]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub llm_repair: LlmRepairArgs,
+    #[command(flatten)]
+    pub llm: crate::llm::LlmArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, serde::Serialize)]
@@ -367,6 +414,34 @@ pub enum LocalizeEngine {
     Dynamic,
     /// Both, merged, de-duplicated and ranked.
     All,
+    /// The study's FL prompt to an LLM (needs --llm), asked --llm-repeats times; every reason
+    /// mapped to fault types automatically, the answers aggregated by vote.
+    Llm,
+}
+
+/// How the LLM localisation engine asks (localize and bench localize).
+#[derive(Debug, Clone, Args)]
+pub struct LlmLocalizeArgs {
+    /// llm engine: answers to the FL prompt, aggregated by vote.
+    #[arg(long, default_value_t = 5)]
+    pub llm_repeats: u32,
+    /// llm engine: sampling temperature (the study: 0).
+    #[arg(long, default_value_t = 0.0)]
+    pub llm_temperature: f64,
+    /// llm engine: map reasons to fault types by keywords only (no second, structured call).
+    #[arg(long)]
+    pub keywords_only: bool,
+}
+
+impl LlmLocalizeArgs {
+    pub fn options(&self) -> reprolab_localize::llm::LlmFlOptions {
+        reprolab_localize::llm::LlmFlOptions {
+            repeats: self.llm_repeats,
+            temperature: self.llm_temperature,
+            structured_mapping: !self.keywords_only,
+            ..Default::default()
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -381,6 +456,10 @@ pub struct LocalizeArgs {
     /// Seed of the traced training (dynamic, all).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    #[command(flatten)]
+    pub llm_localize: LlmLocalizeArgs,
+    #[command(flatten)]
+    pub llm: crate::llm::LlmArgs,
 }
 
 #[derive(Debug, Args)]
@@ -397,6 +476,10 @@ pub struct BenchLocalizeArgs {
     /// Report directory (results.jsonl, report.md, report.html); rerunning resumes.
     #[arg(long, value_name = "DIR", default_value = "bench-localize")]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub llm_localize: LlmLocalizeArgs,
+    #[command(flatten)]
+    pub llm: crate::llm::LlmArgs,
 }
 
 #[derive(Debug, Subcommand)]

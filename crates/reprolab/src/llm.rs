@@ -177,3 +177,8 @@ pub fn open_with_log(
         .with_context(|| format!("setting up the LLM {}", spec.name()))?;
     Ok(LlmSession { model, meter, log })
 }
+
+/// The factory of `local:` models (the embedded GGUF runtime).
+pub fn local_factory(_g: &Global) -> Option<LocalFactory<'static>> {
+    None
+}

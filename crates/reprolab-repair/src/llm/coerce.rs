@@ -120,20 +120,20 @@ pub fn coerce_value(param: &Param, v: &Value) -> Result<Value, String> {
     if let Some(ok) = param.normalize(&v) {
         return Ok(ok);
     }
-    if let ParamKind::Choice { values } = &param.kind {
-        if let Value::String(s) = &v {
-            let want = squash(s);
-            let aliased = ALIASES
-                .iter()
-                .find(|(alias, _)| *alias == want)
-                .map(|(_, to)| squash(to));
-            let hit = values.iter().find(|c| {
-                c.as_str()
-                    .is_some_and(|c| squash(c) == want || Some(squash(c)) == aliased)
-            });
-            if let Some(hit) = hit {
-                return Ok(hit.clone());
-            }
+    if let ParamKind::Choice { values } = &param.kind
+        && let Value::String(s) = &v
+    {
+        let want = squash(s);
+        let aliased = ALIASES
+            .iter()
+            .find(|(alias, _)| *alias == want)
+            .map(|(_, to)| squash(to));
+        let hit = values.iter().find(|c| {
+            c.as_str()
+                .is_some_and(|c| squash(c) == want || Some(squash(c)) == aliased)
+        });
+        if let Some(hit) = hit {
+            return Ok(hit.clone());
         }
     }
     Err(format!("{v} is not {}", domain()))

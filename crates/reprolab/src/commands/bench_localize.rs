@@ -87,8 +87,9 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
             let mut seconds = 0.0;
             for seed in 0..repeats as u64 {
                 let t0 = Instant::now();
-                let (list, trained) =
-                    suspects(Some(&ev), &subject, &subject.config, engine, seed).await?;
+                let found =
+                    suspects(Some(&ev), None, &subject, &subject.config, engine, seed).await?;
+                let (list, trained) = (found.suspects, found.training_s);
                 // Count the training's own duration, not whether the cache answered.
                 seconds += trained.unwrap_or(0.0)
                     + if trained.is_some() {

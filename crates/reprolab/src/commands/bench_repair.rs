@@ -101,6 +101,11 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
     let mut rows: Vec<Row> = read_jsonl(&results_path);
     let done: HashSet<String> = rows.iter().map(Row::key).collect();
     let total = faults.len() * budgets.len() * a.engines.len() * a.repeats;
+    let llm = if a.engines.iter().any(|e| e.needs_llm()) {
+        Some(crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?.model)
+    } else {
+        None
+    };
     let ev = context::evaluator(g).await?;
     let pb = progress::bar(total as u64, "bench repair", g.json);
     pb.inc(done.len().min(total) as u64);
@@ -138,6 +143,8 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
                         minimize: a.minimize,
                         stop_at: None,
                         parallel: ev.workers(),
+                        llm: llm.clone(),
+                        llm_options: a.llm_repair.options(),
                     };
                     let run = repair_once(&trainer, &subject, &spec)
                         .await

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 use anyhow::{Result, anyhow};
 use reprolab_core::manifest::{Config, Subject};
 use reprolab_exec::Mode;
+use reprolab_llm::ChatModel;
+use reprolab_localize::llm::{LlmFlOptions, LlmLocalization};
 use reprolab_localize::{self as loc, Suspect};
 use serde_json::json;
 
@@ -13,14 +15,37 @@ use crate::context;
 use crate::table::render;
 use reprolab_exec::Evaluator;
 
-/// The engine's suspects for `config`; the trace (when the engine needs one) is one training.
+/// What an engine found.
+pub struct Localized {
+    pub suspects: Vec<Suspect>,
+    /// The traced training's duration, when the engine trained.
+    pub training_s: Option<f64>,
+    /// The LLM engine's answers, mapping and vote.
+    pub llm: Option<LlmLocalization>,
+}
+
+/// The engine's suspects for `config`; the trace (when the engine needs one) is one training;
+/// the LLM engine needs `llm`.
 pub async fn suspects(
     ev: Option<&Evaluator>,
+    llm: Option<(&dyn ChatModel, &LlmFlOptions)>,
     subject: &Subject,
     config: &Config,
     engine: LocalizeEngine,
     seed: u64,
-) -> Result<(Vec<Suspect>, Option<f64>)> {
+) -> Result<Localized> {
+    if engine == LocalizeEngine::Llm {
+        let (model, opts) =
+            llm.ok_or_else(|| anyhow!("the llm engine needs a model: pass --llm"))?;
+        let found = loc::llm::llm_localize(model, subject, config, opts)
+            .await
+            .map_err(|e| anyhow!("LLM localisation of {}: {e}", subject.name))?;
+        return Ok(Localized {
+            suspects: found.suspects.clone(),
+            training_s: None,
+            llm: Some(found),
+        });
+    }
     let trace = match (engine, ev) {
         (LocalizeEngine::Static, _) => None,
         (_, None) => return Err(anyhow!("the {engine:?} engine needs a training")),
@@ -39,24 +64,44 @@ pub async fn suspects(
         LocalizeEngine::All => {
             loc::localize(subject, config, trace.as_ref().map(|t| t.0.as_slice()))
         }
+        LocalizeEngine::Llm => unreachable!("answered above"),
     };
-    Ok((list, trace.map(|t| t.1)))
+    Ok(Localized {
+        suspects: list,
+        training_s: trace.map(|t| t.1),
+        llm: None,
+    })
 }
 
 pub async fn run(g: &Global, a: &LocalizeArgs) -> Result<ExitCode> {
     let subject = context::load_subject(&a.subject)?;
     let (config, config_path) = context::load_config(&subject, a.config.as_deref())?;
     let ev = match a.engine {
-        LocalizeEngine::Static => None,
+        LocalizeEngine::Static | LocalizeEngine::Llm => None,
         _ => Some(context::evaluator(g).await?),
     };
-    let sp = crate::progress::spinner("localize", g.json);
-    sp.set_message(if ev.is_some() {
-        "one instrumented training"
+    let model = if a.engine == LocalizeEngine::Llm {
+        Some(crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?.model)
     } else {
-        "static rules"
+        None
+    };
+    let opts = a.llm_localize.options();
+    let sp = crate::progress::spinner("localize", g.json);
+    sp.set_message(match (&ev, &model) {
+        (Some(_), _) => "one instrumented training",
+        (None, Some(_)) => "asking the LLM",
+        (None, None) => "static rules",
     });
-    let (list, trained_s) = suspects(ev.as_ref(), &subject, &config, a.engine, a.seed).await?;
+    let found = suspects(
+        ev.as_ref(),
+        model.as_deref().map(|m| (m, &opts)),
+        &subject,
+        &config,
+        a.engine,
+        a.seed,
+    )
+    .await?;
+    let (list, trained_s) = (found.suspects, found.training_s);
     sp.finish_and_clear();
     if let Some(ev) = ev {
         ev.shutdown().await;
@@ -68,7 +113,7 @@ pub async fn run(g: &Global, a: &LocalizeArgs) -> Result<ExitCode> {
             serde_json::to_string_pretty(&json!({
                 "subject": subject.name, "config_path": config_path, "engine": a.engine,
                 "suspects": list, "answer": answer.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
-                "threshold": loc::THRESHOLD, "training_s": trained_s,
+                "threshold": loc::THRESHOLD, "training_s": trained_s, "llm": found.llm,
             }))?
         );
     } else {
@@ -79,6 +124,22 @@ pub async fn run(g: &Global, a: &LocalizeArgs) -> Result<ExitCode> {
             a.engine,
             trained_s.map_or(String::new(), |s| format!(", one training of {s:.2} s"))
         );
+        if let Some(l) = &found.llm {
+            println!(
+                "{} answers, {} reasons, {:.0}% mapped to fault types, stability {:.2}",
+                l.answers.len(),
+                l.answers.iter().map(|a| a.reasons.len()).sum::<usize>(),
+                100.0 * l.mapped_fraction,
+                l.stability
+            );
+            for u in l.unmapped.iter().take(5) {
+                println!(
+                    "  unmapped advice: {}",
+                    u.chars().take(160).collect::<String>()
+                );
+            }
+            println!();
+        }
         if list.is_empty() {
             println!(
                 "no suspect: nothing in the config or the training looks faulty to these engines"

@@ -35,6 +35,17 @@ pub struct RepairRun {
     pub validation: Option<Validation>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub minimized: Option<MinimizedRun>,
+    /// The LLM engines' answers and what became of each.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmRun>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LlmRun {
+    pub suggestions: Vec<repair::llm::Suggestion>,
+    /// Why the model stopped being asked early, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -51,6 +62,9 @@ pub struct RepairSpec {
     pub minimize: bool,
     pub stop_at: Option<f64>,
     pub parallel: usize,
+    /// The model of the LLM engines, and how they ask it.
+    pub llm: Option<std::sync::Arc<dyn reprolab_llm::ChatModel>>,
+    pub llm_options: repair::llm::LlmRepairOptions,
 }
 
 fn err(e: repair::RepairError) -> anyhow::Error {
@@ -78,6 +92,7 @@ pub async fn repair_once(
         parallel: spec.parallel,
         time_ref_s: Some(time_ref_s),
     };
+    let mut llm = None;
     let (search, rules) = match spec.engine {
         EngineArg::Random => (
             repair::search(
@@ -110,6 +125,41 @@ pub async fn repair_once(
             (r.result.clone(), Some(r))
         }
         EngineArg::Guided => (guided(obj, subject, &settings).await?, None),
+        EngineArg::Llm | EngineArg::LlmRefine => {
+            let model = spec
+                .llm
+                .as_deref()
+                .ok_or_else(|| anyhow!("the {:?} engine needs a model: pass --llm", spec.engine))?;
+            let refine = spec.engine == EngineArg::LlmRefine;
+            let localisation = if refine {
+                Some(localisation_text(obj, subject, settings.seed).await?)
+            } else {
+                None
+            };
+            let opts = repair::llm::LlmRepairOptions {
+                rounds: if refine {
+                    spec.llm_options.rounds.max(2)
+                } else {
+                    1
+                },
+                ..spec.llm_options.clone()
+            };
+            let r = repair::llm::llm_repair(
+                obj,
+                subject,
+                model,
+                &settings,
+                &opts,
+                localisation.as_deref(),
+            )
+            .await
+            .map_err(err)?;
+            llm = Some(LlmRun {
+                suggestions: r.suggestions,
+                error: r.llm_error,
+            });
+            (r.search, None)
+        }
     };
     let validation = match search.patch() {
         Some(patch) => Some(
@@ -138,7 +188,33 @@ pub async fn repair_once(
         rules,
         validation,
         minimized,
+        llm,
     })
+}
+
+/// What `llm-refine` tells the model of localisation: the static and dynamic engines' ranked
+/// suspects (one traced training), one per line.
+async fn localisation_text(obj: &EvalTrainer<'_>, subject: &Subject, seed: u64) -> Result<String> {
+    let trace = obj
+        .trace(&subject.config, seed)
+        .await
+        .map_err(|e| anyhow!(e))?;
+    let suspects = reprolab_localize::localize(subject, &subject.config, Some(&trace.epochs));
+    Ok(suspects
+        .iter()
+        .take(8)
+        .map(|s| {
+            let mut line = format!(
+                "- {} (confidence {:.2}): {}",
+                s.label, s.confidence, s.evidence
+            );
+            if let Some(sug) = &s.suggestion {
+                line.push_str(&format!("; suggested: {sug}"));
+            }
+            line
+        })
+        .collect::<Vec<_>>()
+        .join("\n"))
 }
 
 /// The space restricted to the parameters whose fault type (and layer, when the suspect names
@@ -331,6 +407,32 @@ fn patch_path(a: &RepairArgs, subject: &Subject) -> PathBuf {
     })
 }
 
+fn print_llm(l: &LlmRun, subject: &Subject) {
+    for s in &l.suggestions {
+        let changes = repair::patch_diff(
+            &subject.config,
+            &repair::apply_patch(&subject.config, &s.patch),
+        )
+        .iter()
+        .map(|(k, from, to)| format!("{k}: {from} -> {to}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+        let what = match (&s.parse_error, s.trial) {
+            (Some(e), _) => format!("no JSON read ({e})"),
+            (None, Some(t)) => format!("trial {t}: {changes}"),
+            (None, None) if s.patch.is_empty() => "no usable change".to_string(),
+            (None, None) => format!("not trained (repeat or no budget): {changes}"),
+        };
+        println!("llm round {} answer {}: {what}", s.round, s.sample + 1);
+        for r in &s.rejected {
+            println!("    rejected {} = {}: {}", r.key, r.value, r.reason);
+        }
+    }
+    if let Some(e) = &l.error {
+        println!("llm stopped: {e}");
+    }
+}
+
 fn print_validation(title: &str, v: &Validation, subject: &Subject) {
     println!("\n{title} (holdout split, {} retrainings each):", v.runs);
     let mut rows = vec![["", "mean", "std", "n"].map(String::from).to_vec()];
@@ -399,6 +501,12 @@ pub async fn run(g: &Global, a: &RepairArgs) -> Result<ExitCode> {
         minimize: a.minimize,
         stop_at: a.stop_at,
         parallel: ev.workers(),
+        llm: if a.engine.needs_llm() {
+            Some(crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?.model)
+        } else {
+            None
+        },
+        llm_options: a.llm_repair.options(),
     };
     let run = repair_once(&trainer, &subject, &spec).await?;
     pb.finish_and_clear();
@@ -462,6 +570,9 @@ pub async fn run(g: &Global, a: &RepairArgs) -> Result<ExitCode> {
                     if at.accepted { "(kept)" } else { "" }
                 );
             }
+        }
+        if let Some(l) = &run.llm {
+            print_llm(l, &subject);
         }
         match (&run.validation, s.patch()) {
             (Some(v), Some(patch)) => {
