@@ -42,6 +42,7 @@ fn main() -> ExitCode {
                 commands::bench_localize::run(g, a).await
             }
             Command::Localize(a) => commands::localize::run(g, a).await,
+            Command::Neutrality(a) => commands::neutrality::run(g, a).await,
         }
     });
     match result {

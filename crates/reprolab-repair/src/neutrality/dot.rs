@@ -43,7 +43,10 @@ pub fn describe(node: &Node) -> String {
         .change
         .as_ref()
         .map_or_else(|| "known fix".to_string(), |m| m.to_string());
-    format!("#{} {what} (mean {:.4}, n {})", node.id, node.runs.mean, node.runs.n)
+    format!(
+        "#{} {what} (mean {:.4}, n {})",
+        node.id, node.runs.mean, node.runs.n
+    )
 }
 
 /// DOT text of the graph: the root, every node in the graph and an edge from each node's
@@ -81,7 +84,7 @@ pub fn to_dot(result: &NeutralityResult, title: &str) -> String {
                 out,
                 "  n{p} -> n{} [label={}];",
                 n.id,
-                quote(&format!("{}={}", mv.key, mv.to))
+                quote(&format!("{}={}", mv.key, super::neighbours::plain(&mv.to)))
             );
         }
     }

@@ -36,8 +36,7 @@ use reprolab_core::{Config, FaultType, Goal, SearchSpace, Split, Subject};
 use serde::{Deserialize, Serialize};
 
 pub use alternatives::{
-    ALTERNATIVES_FILE, Alternative, Alternatives, AlternativesError, Table4, best_aj,
-    change_labels,
+    ALTERNATIVES_FILE, Alternative, Alternatives, AlternativesError, Table4, best_aj, change_labels,
 };
 pub use decision::{Comparison, Decision, EARLY_ALPHA, EARLY_EFFECT, judge, stages, stop_early};
 pub use neighbours::{Move, STUDY_OPERATORS, neighbours};

@@ -48,10 +48,24 @@ pub struct Move {
     pub label: Option<FaultLabel>,
 }
 
+/// A value for humans: strings without their JSON quotes (`relu`), anything else as JSON.
+pub fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 impl std::fmt::Display for Move {
     /// `act0: relu -> tanh`
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {} -> {}", self.key, self.from, self.to)
+        write!(
+            f,
+            "{}: {} -> {}",
+            self.key,
+            plain(&self.from),
+            plain(&self.to)
+        )
     }
 }
 
@@ -204,7 +218,12 @@ mod tests {
         // An off-grid value moves to its nearest grid points.
         assert_eq!(
             values_to_try(&lr, &json!(0.000178)),
-            vec![json!(0.0000316), json!(0.0001), json!(0.000316), json!(0.001)]
+            vec![
+                json!(0.0000316),
+                json!(0.0001),
+                json!(0.000316),
+                json!(0.001)
+            ]
         );
         // At the bounds, fewer moves.
         assert_eq!(
@@ -304,8 +323,8 @@ mod tests {
         assert_eq!(
             shown,
             vec![
-                r#"act1: "relu" -> "tanh""#,
-                r#"act1: "relu" -> "linear""#,
+                "act1: relu -> tanh",
+                "act1: relu -> linear",
                 "batch_size: 32 -> 16",
                 "batch_size: 32 -> 64",
             ],

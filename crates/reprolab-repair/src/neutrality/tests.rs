@@ -133,7 +133,10 @@ fn the_whole_known_network_is_found_with_a_large_top_k() {
         assert_eq!(at(&n.config, "k"), "x");
         // Every node differs from its parent in exactly one hyperparameter.
         if let Some(p) = n.parent {
-            assert_eq!(crate::space::changed_count(&r.nodes[p].config, &n.config), 1);
+            assert_eq!(
+                crate::space::changed_count(&r.nodes[p].config, &n.config),
+                1
+            );
             assert_eq!(n.depth, r.nodes[p].depth + 1);
         }
     }
@@ -232,7 +235,10 @@ fn budgets_stop_cleanly() {
             ..settings(5)
         },
     );
-    assert_eq!((r.stop, r.tried(), r.nodes.len()), (NeutralityStop::Nodes, 5, 6));
+    assert_eq!(
+        (r.stop, r.tried(), r.nodes.len()),
+        (NeutralityStop::Nodes, 5, 6)
+    );
     // The first five neighbours in space order: a → fine, bad; b → 16, 64; lr → 0.0001.
     let moves: Vec<String> = r.nodes[1..]
         .iter()
@@ -241,8 +247,8 @@ fn budgets_stop_cleanly() {
     assert_eq!(
         moves,
         vec![
-            r#"a: "good" -> "fine""#,
-            r#"a: "good" -> "bad""#,
+            "a: good -> fine",
+            "a: good -> bad",
             "b: 32 -> 16",
             "b: 32 -> 64",
             "lr: 0.001 -> 0.0001"
@@ -258,7 +264,10 @@ fn budgets_stop_cleanly() {
             ..settings(5)
         },
     );
-    assert_eq!((r.stop, r.nodes.len(), r.trainings), (NeutralityStop::Time, 1, 10));
+    assert_eq!(
+        (r.stop, r.nodes.len(), r.trainings),
+        (NeutralityStop::Time, 1, 10)
+    );
 }
 
 #[test]
@@ -275,7 +284,14 @@ fn bad_settings_and_a_failing_fix_are_errors() {
             ..settings(5)
         },
     ] {
-        let e = block_on(neutrality(&obj, &space(), Goal::Max, &fixed(), &s, &mut |_| {}));
+        let e = block_on(neutrality(
+            &obj,
+            &space(),
+            Goal::Max,
+            &fixed(),
+            &s,
+            &mut |_| {},
+        ));
         assert!(matches!(e, Err(crate::RepairError::Settings(_))), "{e:?}");
     }
     let failing = Synth::new(|_, _, _| None);
@@ -291,8 +307,15 @@ fn bad_settings_and_a_failing_fix_are_errors() {
     assert!(e.to_string().contains("finished 0 of 10"), "{e}");
     let mut bad = fixed();
     bad.insert("b", json!(48));
-    let e = block_on(neutrality(&obj, &space(), Goal::Max, &bad, &settings(5), &mut |_| {}))
-        .unwrap_err();
+    let e = block_on(neutrality(
+        &obj,
+        &space(),
+        Goal::Max,
+        &bad,
+        &settings(5),
+        &mut |_| {},
+    ))
+    .unwrap_err();
     assert!(e.to_string().contains("key 'b': found 48"), "{e}");
 }
 
@@ -392,8 +415,14 @@ fn alternatives_are_written_as_fixes_of_the_faulty_config() {
     for a in &alts.alternatives {
         let node = &r.nodes[a.node];
         // The patch turns the faulty config into the alternative.
-        assert_eq!(crate::space::apply_patch(&subj.config, &a.patch), node.config);
-        assert_eq!(a.complexity, node.depth, "a tree path changes distinct keys");
+        assert_eq!(
+            crate::space::apply_patch(&subj.config, &a.patch),
+            node.config
+        );
+        assert_eq!(
+            a.complexity, node.depth,
+            "a tree path changes distinct keys"
+        );
         assert_eq!(a.from_gt.len(), a.complexity);
         assert!((a.improvement - (node.runs.mean - r.root().runs.mean)).abs() < 1e-12);
         assert_eq!(a.better_than_gt, at(&node.config, "opt") == "sgd");
@@ -421,13 +450,22 @@ fn alternatives_are_written_as_fixes_of_the_faulty_config() {
     let back = Alternatives::read(&dir).unwrap().unwrap();
     assert_eq!(back.alternatives.len(), alts.alternatives.len());
     for (x, y) in back.alternatives.iter().zip(&alts.alternatives) {
-        assert_eq!((&x.patch, &x.faults, x.complexity), (&y.patch, &y.faults, y.complexity));
+        assert_eq!(
+            (&x.patch, &x.faults, x.complexity),
+            (&y.patch, &y.faults, y.complexity)
+        );
         assert!((x.mean - y.mean).abs() < 1e-12 && (x.improvement - y.improvement).abs() < 1e-12);
     }
-    assert_eq!((back.nodes, back.stop, back.goal), (alts.nodes, alts.stop, alts.goal));
+    assert_eq!(
+        (back.nodes, back.stop, back.goal),
+        (alts.nodes, alts.stop, alts.goal)
+    );
     std::fs::write(dir.join(ALTERNATIVES_FILE), "{").unwrap();
     let e = Alternatives::read(&dir).unwrap_err().to_string();
-    assert!(e.contains("alternatives.json") && e.contains("not a valid"), "{e}");
+    assert!(
+        e.contains("alternatives.json") && e.contains("not a valid"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -445,9 +483,24 @@ fn tempfile_dir() -> std::path::PathBuf {
 fn change_labels_group_layers_per_fault_type() {
     let space = SearchSpace {
         params: vec![
-            choice("act0", vec![json!("relu"), json!("tanh")], FaultType::ACH, Some(0)),
-            choice("act1", vec![json!("relu"), json!("tanh")], FaultType::ACH, Some(1)),
-            choice("opt", vec![json!("adam"), json!("sgd")], FaultType::OCH, None),
+            choice(
+                "act0",
+                vec![json!("relu"), json!("tanh")],
+                FaultType::ACH,
+                Some(0),
+            ),
+            choice(
+                "act1",
+                vec![json!("relu"), json!("tanh")],
+                FaultType::ACH,
+                Some(1),
+            ),
+            choice(
+                "opt",
+                vec![json!("adam"), json!("sgd")],
+                FaultType::OCH,
+                None,
+            ),
         ],
     };
     let a = cfg(json!({"act0": "relu", "act1": "relu", "opt": "adam"}));

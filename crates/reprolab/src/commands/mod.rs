@@ -9,6 +9,7 @@ pub mod eval;
 pub mod faults;
 pub mod localize;
 pub mod mutate;
+pub mod neutrality;
 pub mod repair;
 pub mod trace;
 
