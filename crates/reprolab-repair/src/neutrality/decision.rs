@@ -1,11 +1,22 @@
 //! The neutrality decision and its sequential (early-stopping) boundary.
 //!
 //! A neighbour is *neutral* to a reference (its parent, or the known ground truth) when it is
-//! not significantly worse: the study's rule (its footnote 2) with DeepCrime's GLM test —
-//! significant = GLM Wald p < 0.05 and |Cohen's d| ≥ 0.5 — taken in the worse direction.
-//! The GLM compares the two groups unpaired, so a neighbour with `k` runs so far can be
-//! compared with a reference that has all of its runs; a paired exact Wilcoxon test could not
-//! be significant at all below 6 pairs.
+//! not significantly worse. Two tests look at it, and a rejection by either counts:
+//!
+//! * the study's rule (its footnote 2): DeepCrime's GLM test, p < 0.05, with |Cohen's d| ≥ 0.5
+//!   in the worse direction;
+//! * its rank counterpart: Mann–Whitney U, p < 0.05, with Vargha–Delaney A12 ≥ 0.64 (the
+//!   "medium" effect, as d = 0.5 is) in the worse direction.
+//!
+//! The rank test is there because trainings diverge: on D7, lr 0.316 gives a mean absolute
+//! error between 1e21 and 1e24 in every one of 10 runs, against 0.12 for the fix, yet the GLM
+//! (a z-test whose variance that spread inflates) gives p = 0.11 — "equivalent". Ranks see ten
+//! worse runs out of ten. Both tests are unpaired, so a neighbour with `k` runs so far can be
+//! compared with a reference that has all of its runs (a paired exact Wilcoxon test could not
+//! be significant at all below 6 pairs). Claims are made only when both tests agree: a
+//! neighbour is significantly *better* than the ground truth only when both say so. Erring
+//! this way keeps doubtful configs out of the alternative ground truths, which the benchmarks
+//! then score against.
 //!
 //! A training that fails (NaN, exception, timeout) on a seed where the reference's training
 //! finished is a regression in itself: the neighbour is then not neutral, whatever its other
@@ -13,18 +24,18 @@
 //!
 //! Early stopping (Haybittle–Peto): after an interim stage of `k < runs` trainings the
 //! neighbour is dropped only when it is *clearly* worse than both its parent and the ground
-//! truth — GLM p < [`EARLY_ALPHA`] (0.001) and Cohen's d at least [`EARLY_EFFECT`] (1.0, twice
-//! the final threshold) in the worse direction, or a failure regression. Such a strict interim
-//! boundary spends almost none of the final test's 5%, so the decision after all `runs`
-//! trainings keeps its nominal level and early stops do not add false "not neutral" answers;
-//! and it requires both references, so a neighbour that could still be an alternative ground
-//! truth (worse than a parent that beats the ground truth) is never dropped early.
+//! truth: a failure regression, or a test at p < [`EARLY_ALPHA`] (0.001) with a large effect
+//! (|d| ≥ [`EARLY_EFFECT`] = 1.0, twice the final threshold; or A12 ≥
+//! [`EARLY_RANK_EFFECT`] = 0.71) in the worse direction. Such a strict interim boundary spends
+//! almost none of the final tests' 5%, so the decision after all `runs` trainings keeps its
+//! nominal level and early stops do not add false "not neutral" answers; and it requires both
+//! references, so a neighbour that could still be an alternative ground truth (worse than a
+//! parent that beats the ground truth) is never dropped early.
 
 use reprolab_core::Goal;
-use reprolab_stats::{Verdict, cohens_d, glm_test, verdict};
+use reprolab_stats::{ALPHA, MIN_EFFECT, Verdict, a12, cohens_d, glm_test, mann_whitney_u};
 use serde::{Deserialize, Serialize};
 
-use crate::stats_goal;
 use crate::validate::Group;
 use reprolab_core::fnum;
 
@@ -32,6 +43,10 @@ use reprolab_core::fnum;
 pub const EARLY_ALPHA: f64 = 0.001;
 /// Interim effect size (|Cohen's d|, worse direction) of the early-stopping boundary.
 pub const EARLY_EFFECT: f64 = 1.0;
+/// Vargha–Delaney A12 that counts as a (medium) effect, the rank counterpart of d = 0.5.
+pub const RANK_EFFECT: f64 = 0.64;
+/// Interim A12 (large effect) of the early-stopping boundary.
+pub const EARLY_RANK_EFFECT: f64 = 0.71;
 
 /// A neighbour's runs so far against a reference's.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -43,7 +58,15 @@ pub struct Comparison {
     /// finished run).
     #[serde(with = "fnum::float")]
     pub d: f64,
-    /// The study's verdict of the neighbour against the reference.
+    /// Mann–Whitney U p-value (1 when a side has no finished run).
+    #[serde(with = "fnum::float")]
+    pub p_rank: f64,
+    /// Vargha–Delaney A12(neighbour, reference): the chance that a neighbour run scores higher
+    /// than a reference run (NaN when a side has no finished run).
+    #[serde(with = "fnum::float")]
+    pub a12: f64,
+    /// Worse when either test says significantly worse; better when both say significantly
+    /// better; otherwise equivalent.
     pub verdict: Verdict,
     /// Seeds on which the neighbour failed and the reference finished.
     pub failures: usize,
@@ -61,15 +84,30 @@ impl Comparison {
             .count();
         let (r, n) = (reference.finished(), neighbour.finished());
         let p = glm_test(&r, &n).map_or(1.0, |t| t.p_value);
-        let d = if r.is_empty() || n.is_empty() {
-            f64::NAN
+        let p_rank = mann_whitney_u(&n, &r).map_or(1.0, |t| t.p_value);
+        let (d, a) = if r.is_empty() || n.is_empty() {
+            (f64::NAN, f64::NAN)
         } else {
-            cohens_d(&n, &r)
+            (cohens_d(&n, &r), a12(&n, &r))
+        };
+        // Effects oriented so that positive / above 0.5 means better for the goal.
+        let d_up = goal.sign() * d;
+        let a_up = if goal == Goal::Max { a } else { 1.0 - a };
+        let glm = |up: bool| p < ALPHA && d_up.abs() >= MIN_EFFECT && (d_up > 0.0) == up;
+        let rank = |up: bool| p_rank < ALPHA && (if up { a_up } else { 1.0 - a_up }) >= RANK_EFFECT;
+        let verdict = if glm(false) || rank(false) {
+            Verdict::Worse
+        } else if glm(true) && rank(true) {
+            Verdict::Better
+        } else {
+            Verdict::Equivalent
         };
         Comparison {
             p,
             d,
-            verdict: verdict(p, d, stats_goal(goal)),
+            p_rank,
+            a12: a,
+            verdict,
             failures,
         }
     }
@@ -79,10 +117,17 @@ impl Comparison {
         self.failures > 0 || self.verdict == Verdict::Worse
     }
 
-    /// Past the interim boundary: a failure regression, or p < [`EARLY_ALPHA`] with d at least
-    /// [`EARLY_EFFECT`] in the worse direction.
+    /// Past the interim boundary: a failure regression, or p < [`EARLY_ALPHA`] with a large
+    /// effect in the worse direction, by either test.
     pub fn clearly_worse(&self, goal: Goal) -> bool {
-        self.failures > 0 || (self.p < EARLY_ALPHA && goal.sign() * self.d <= -EARLY_EFFECT)
+        let a_down = if goal == Goal::Max {
+            1.0 - self.a12
+        } else {
+            self.a12
+        };
+        self.failures > 0
+            || (self.p < EARLY_ALPHA && goal.sign() * self.d <= -EARLY_EFFECT)
+            || (self.p_rank < EARLY_ALPHA && a_down >= EARLY_RANK_EFFECT)
     }
 }
 
@@ -205,6 +250,44 @@ mod tests {
         assert!(!d.neutral && d.alternative, "{d:?}");
         // ... and so it is never stopped early even when far below its parent.
         assert!(!stop_early(&parent, &gt, &vals(&PARENT[..3]), Goal::Max));
+    }
+
+    #[test]
+    fn diverged_trainings_are_worse_even_when_the_glm_misses_them() {
+        // D7, lr 0.316: every run's MAE between 1e21 and 1e24; the fix's about 0.12.
+        let fix = vals(&[0.12, 0.10, 0.15, 0.11, 0.13, 0.09, 0.125, 0.14, 0.115, 0.105]);
+        let diverged = vals(&[
+            7.4e21, 9.5e23, 6.0e22, 1.5e24, 3.7e22, 1.9e22, 9.3e20, 1.9e22, 1.8e22, 1.7e22,
+        ]);
+        let c = Comparison::of(&fix, &diverged, Goal::Min);
+        assert!(c.p > 0.05, "the GLM alone calls it equivalent: {c:?}");
+        assert!(c.p_rank < 0.001 && c.a12 == 1.0, "{c:?}");
+        assert_eq!(c.verdict, Verdict::Worse);
+        let d = judge(&fix, &fix, &diverged, Goal::Min, false);
+        assert!(!d.neutral && !d.alternative);
+        // Six diverged runs are already past the interim boundary (exact U without ties:
+        // p = 2/8008); three are not (the smallest exact p with 3 against 10 runs is 2/286).
+        assert!(stop_early(
+            &fix,
+            &fix,
+            &vals(&[7.4e21, 9.5e23, 6.0e22, 1.5e24, 3.7e22, 1.9e22]),
+            Goal::Min
+        ));
+        assert!(!stop_early(
+            &fix,
+            &fix,
+            &vals(&[7.4e21, 9.5e23, 6.0e22]),
+            Goal::Min
+        ));
+    }
+
+    #[test]
+    fn better_needs_both_tests() {
+        let p = vals(&PARENT);
+        // One much higher run lifts the mean (GLM and d say better) but ranks do not.
+        let one_high = vals(&[0.95, 0.94, 0.96, 0.95, 0.93, 0.96, 0.95, 0.94, 0.95, 9.0]);
+        let c = Comparison::of(&p, &one_high, Goal::Max);
+        assert_eq!(c.verdict, Verdict::Equivalent, "{c:?}");
     }
 
     #[test]
