@@ -11,10 +11,17 @@ pub fn sha256_hex(data: &[u8]) -> String {
     hex::encode(Sha256::digest(data))
 }
 
+/// Files at the top of a subject directory that record results *about* the subject and never
+/// take part in training, so that writing them does not change the tree hash (and so the
+/// evaluation cache): `alternatives.json`, the alternative ground truths a neutrality analysis
+/// writes next to a fault (a rerun of the analysis must find its own trainings cached).
+pub const RESULT_FILES: [&str; 1] = ["alternatives.json"];
+
 /// Lowercase hex sha256 over every regular file below `dir`: the files sorted by their relative
 /// path (components joined by `/`), each contributing its path, a NUL byte, its length as 8
-/// little-endian bytes and its contents. Entries whose name starts with `.` and directories
-/// named `__pycache__` are skipped (with everything below them). A symbolic link to a file counts
+/// little-endian bytes and its contents. Entries whose name starts with `.`, directories
+/// named `__pycache__` (with everything below them), Markdown files (`*.md`) and the
+/// [`RESULT_FILES`] at the top are skipped. A symbolic link to a file counts
 /// as that file; links to directories are not followed. The result depends only on the paths and
 /// contents, never on timestamps, permissions or the order the directory lists its entries.
 pub fn hash_tree(dir: &Path) -> io::Result<String> {
@@ -63,7 +70,9 @@ fn collect(
                 continue;
             }
             collect(&path, &rel, out)?;
-        } else if name_bytes.ends_with(b".md") {
+        } else if name_bytes.ends_with(b".md")
+            || (prefix.is_empty() && RESULT_FILES.iter().any(|f| f.as_bytes() == name_bytes))
+        {
             continue;
         } else if ty.is_file() {
             out.push((rel, path));
@@ -89,6 +98,19 @@ mod tests {
         fs::write(d.path().join("README.md"), "notes").unwrap();
         assert_eq!(hash_tree(d.path()).unwrap(), before);
         fs::write(d.path().join("train.py"), "x = 2").unwrap();
+        assert_ne!(hash_tree(d.path()).unwrap(), before);
+    }
+
+    #[test]
+    fn result_files_at_the_top_do_not_change_the_tree_hash() {
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join("train.py"), "x = 1").unwrap();
+        let before = hash_tree(d.path()).unwrap();
+        fs::write(d.path().join("alternatives.json"), "{}").unwrap();
+        assert_eq!(hash_tree(d.path()).unwrap(), before);
+        // Only at the top: a data file of that name deeper down is source.
+        fs::create_dir(d.path().join("data")).unwrap();
+        fs::write(d.path().join("data/alternatives.json"), "{}").unwrap();
         assert_ne!(hash_tree(d.path()).unwrap(), before);
     }
 

@@ -258,3 +258,27 @@ pub fn score(found: &[FaultLabel], gt: &[FaultLabel]) -> Score {
         f3: f3(pr, rc),
     }
 }
+
+/// Scores an answer against several ground-truth variants (the known fix's labels first, then
+/// the alternative ground truths of a neutrality analysis) and keeps the variant with the
+/// highest RC, then F3, then PR; the earliest on a full tie. This is the study's §5 rule: an
+/// answer is matched with the most similar ground truth. `(index of the variant, its score)`;
+/// `(0, all zeros)` without variants.
+pub fn score_best(found: &[FaultLabel], variants: &[Vec<FaultLabel>]) -> (usize, Score) {
+    let key = |s: &Score| (s.rc, s.f3, s.pr);
+    let mut best = (
+        0,
+        Score {
+            rc: 0.0,
+            pr: 0.0,
+            f3: 0.0,
+        },
+    );
+    for (i, gt) in variants.iter().enumerate() {
+        let s = score(found, gt);
+        if i == 0 || key(&s) > key(&best.1) {
+            best = (i, s);
+        }
+    }
+    best
+}

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use common::*;
 use reprolab_core::FaultType::{self, *};
 use reprolab_localize::{
-    Suspect, THRESHOLD, f3, localize, merge, pr, rank_to_types, rc, score, static_rules,
+    Suspect, THRESHOLD, f3, localize, merge, pr, rank_to_types, rc, score, score_best, static_rules,
 };
 use serde_json::json;
 
@@ -62,6 +62,35 @@ fn scoring_normalises_types_and_ignores_layers() {
     close(s.rc, 1.0);
     close(s.pr, 0.5);
     close(s.f3, 0.9090909090909091);
+}
+
+#[test]
+fn score_best_picks_the_variant_with_the_highest_recall() {
+    let found = [label("HBS"), label("HLR")];
+    // The known fix: {ACH, LCH} (RC 0); alternatives: {HLR, ACH} (RC 0.5), {HBS} (RC 1, PR
+    // 0.5), {HLR, HBS} (RC 1, PR 1: the best).
+    let variants = vec![
+        vec![label("ACH(2)"), label("LCH")],
+        vec![label("HLR"), label("ACH(0)")],
+        vec![label("HBS")],
+        vec![label("HLR"), label("HBS")],
+    ];
+    let (i, s) = score_best(&found, &variants);
+    assert_eq!(i, 3);
+    close(s.rc, 1.0);
+    close(s.pr, 1.0);
+    // Equal RC: the higher F3 wins; a full tie keeps the earliest (the known fix).
+    let (i, s) = score_best(&found, &variants[..3]);
+    assert_eq!(i, 2);
+    close(s.pr, 0.5);
+    let same = vec![vec![label("HBS")], vec![label("HBS")]];
+    assert_eq!(score_best(&found, &same).0, 0);
+    // Without alternatives it is the plain score.
+    assert_eq!(
+        score_best(&found, &variants[..1]).1,
+        score(&found, &variants[0])
+    );
+    assert_eq!(score_best(&found, &[]).0, 0);
 }
 
 #[test]

@@ -17,6 +17,8 @@
 //! * [`mod@validate`]: [`validate()`] a patch on the holdout split (significance, IR, AJ, complexity).
 //! * [`mod@minimize`]: [`minimize()`] a patch with Zeller's ddmin.
 //! * [`metrics`]: [`patch_diff`], [`ir`], [`complexity`], [`asymmetric_jaccard`].
+//! * [`neutrality`]: Algorithm 1's BFS for alternative ground truths ([`neutrality::analyse`]),
+//!   the neutrality decision with sequential testing, `alternatives.json`, the graph in DOT.
 
 pub mod bohb;
 pub mod budget;
@@ -25,6 +27,7 @@ mod join;
 pub mod llm;
 pub mod metrics;
 pub mod minimize;
+pub mod neutrality;
 pub mod rng;
 pub mod rules;
 pub mod sampler;

@@ -2,6 +2,7 @@
 //! figures are inline SVG (no scripts, no external files, no font libraries).
 
 pub mod svg;
+pub mod tree;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -128,6 +128,20 @@ indices (e.g. ACH(1)), confidence, evidence with the observed numbers, and a sug
     /// Talk to an LLM directly, and list the LLM calls recorded in the store.
     #[command(subcommand)]
     Llm(LlmCommand),
+    /// Find alternative ground-truth fixes of a faulty subject (the study's neutrality analysis).
+    #[command(
+        long_about = "Breadth-first search from the faulty subject's known fix (its [fix] config) over \
+configs that differ by one hyperparameter (operators HBS, HLR, HNE, LRM, LAD, LCN, ACH, BCI, WCI, \
+LCH, OCH), as Algorithm 1 of the fault-localisation study. Every node is trained --runs times; a \
+neighbour is neutral when it is not significantly worse than its parent (GLM p < 0.05 and \
+|Cohen's d| >= 0.5), and an alternative ground truth when it is not significantly worse than the \
+known fix; the best --top-k neutral neighbours of each node are expanded. Neighbours are trained in \
+stages (3, 6, 10 runs) and clearly worse ones stop early. Writes alternatives.json into the \
+subject's directory (read only by `bench localize` and `bench repair`) and the neutrality graph as \
+JSON, DOT and SVG. Every training is cached: a rerun retrains nothing and a longer budget resumes.",
+        after_help = "Examples:\n  reprolab neutrality benchmarks/faults/real/D7 --budget 10m\n  reprolab neutrality benchmarks/faults/artificial/cancer-binary/cancer-binary-HLR-lr-10 --nodes 100 --top-k 3"
+    )]
+    Neutrality(NeutralityArgs),
 }
 
 #[derive(Debug, Args)]
@@ -525,4 +539,35 @@ pub struct LlmCallsArgs {
     /// How many of the most recent calls to show.
     #[arg(long, short = 'n', default_value_t = 20)]
     pub limit: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct NeutralityArgs {
+    /// A faulty subject directory with a [fix] table (or its reprolab.toml).
+    pub subject: PathBuf,
+    /// Neutral neighbours of each node expanded, best mean first.
+    #[arg(long, default_value_t = 5)]
+    pub top_k: usize,
+    /// Trainings per node (seeds 0..runs).
+    #[arg(long, short = 'n', default_value_t = 10)]
+    pub runs: usize,
+    /// Wall-clock budget: "30m", "90s", "1h". Default: 30m, or none when --nodes is given.
+    #[arg(long, value_name = "DURATION")]
+    pub budget: Option<String>,
+    /// Stop after N neighbours have been tried (the known fix not counted).
+    #[arg(long, value_name = "N")]
+    pub nodes: Option<usize>,
+    /// The split every node's metric is read on.
+    #[arg(long, value_enum, default_value_t = SplitArg::Holdout)]
+    pub split: SplitArg,
+    /// Train every neighbour --runs times (no early stopping of clearly worse ones).
+    #[arg(long)]
+    pub no_sequential: bool,
+    /// Directory for graph.json, graph.dot, graph.svg and summary.json.
+    /// Default: .reprolab/neutrality/<subject>
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Write alternatives.json into --out instead of the subject's directory.
+    #[arg(long)]
+    pub no_store: bool,
 }

@@ -45,6 +45,7 @@ fn main() -> ExitCode {
             Command::Localize(a) => commands::localize::run(g, a).await,
             Command::Llm(cli::LlmCommand::Chat(a)) => commands::llm::chat(g, a).await,
             Command::Llm(cli::LlmCommand::Calls(a)) => commands::llm::calls(g, a).await,
+            Command::Neutrality(a) => commands::neutrality::run(g, a).await,
         }
     });
     match result {

@@ -1,6 +1,8 @@
 //! `reprolab bench localize`: RC, PR and F3 of the localisation engines against a fault
 //! benchmark's ground truth, per fault and averaged over artificial and real faults (the study's
-//! Table 5 layout), with time per fault and stability over repeated runs.
+//! Table 5 layout), with time per fault and stability over repeated runs. Faults with
+//! alternative ground truths (`alternatives.json`, from `reprolab neutrality`) are also scored
+//! against the variant with the highest RC (the study's Tables 6 and 7: before / after).
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write as _;
@@ -8,8 +10,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use reprolab_core::FaultLabel;
 use reprolab_core::manifest::Subject;
 use reprolab_localize as loc;
+use reprolab_repair::neutrality::Alternatives;
 use reprolab_report::{Cell, Report, Section, Table};
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +39,51 @@ pub struct Row {
     pub repeats: usize,
     /// Mean seconds per run: training (recorded duration) plus analysis.
     pub seconds: f64,
+    /// After counting alternative ground truths: the variant scored against (the known fix's
+    /// labels when it scores best or when the fault has no alternatives) and its RC, PR, F3.
+    /// Recomputed from `answer` every time the report is written.
+    #[serde(default)]
+    pub gt_after: Vec<String>,
+    #[serde(default)]
+    pub rc_after: f64,
+    #[serde(default)]
+    pub pr_after: f64,
+    #[serde(default)]
+    pub f3_after: f64,
+    /// Alternative ground-truth label sets of the fault (0: none known).
+    #[serde(default)]
+    pub variants: usize,
+}
+
+/// The ground-truth variants of a fault: its `[fix]` labels first, then the distinct label sets
+/// of its alternatives (none when it has no `alternatives.json`).
+pub fn gt_variants(dir: &std::path::Path, subject: &Subject) -> Result<Vec<Vec<FaultLabel>>> {
+    let gt = subject
+        .fix
+        .as_ref()
+        .map(|f| f.faults.clone())
+        .unwrap_or_default();
+    let mut out = vec![gt];
+    if let Some(alts) = Alternatives::read(dir)? {
+        for v in alts.variants() {
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Fills the row's "after" scores from its answer and the fault's variants.
+fn score_after(row: &mut Row, variants: &[Vec<FaultLabel>]) {
+    let answer: Vec<FaultLabel> = row.answer.iter().filter_map(|s| s.parse().ok()).collect();
+    let (i, s) = loc::score_best(&answer, variants);
+    row.gt_after = variants
+        .get(i)
+        .map(|v| v.iter().map(|l| l.to_string()).collect())
+        .unwrap_or_default();
+    (row.rc_after, row.pr_after, row.f3_after) = (s.rc, s.pr, s.f3);
+    row.variants = variants.len().saturating_sub(1);
 }
 
 pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
@@ -127,6 +176,11 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
                 stability: n as f64 / repeats as f64,
                 repeats,
                 seconds: seconds / repeats as f64,
+                gt_after: Vec::new(),
+                rc_after: score.rc,
+                pr_after: score.pr,
+                f3_after: score.f3,
+                variants: 0,
             };
             writeln!(out, "{}", serde_json::to_string(&row)?)?;
             out.flush()?;
@@ -136,70 +190,30 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
     }
     pb.finish_and_clear();
     ev.shutdown().await;
-    let names: HashSet<String> = faults
-        .iter()
-        .filter_map(|(d, _)| Subject::load(d).ok().map(|s| s.name))
-        .collect();
-    rows.retain(|r| names.contains(&r.fault));
+    // Ground-truth variants per fault, read now (an analysis may have run since a row was
+    // written); the engines above never saw them.
+    let mut variants: BTreeMap<String, Vec<Vec<FaultLabel>>> = BTreeMap::new();
+    for (dir, _) in &faults {
+        if let Ok(s) = Subject::load(dir) {
+            let v = gt_variants(dir, &s)?;
+            variants.insert(s.name, v);
+        }
+    }
+    rows.retain(|r| variants.contains_key(&r.fault));
+    for r in &mut rows {
+        score_after(r, &variants[&r.fault]);
+    }
+    let with_alternatives = variants.values().filter(|v| v.len() > 1).count();
     let summary = summary_rows(&rows, &a.engines);
-    let report = Report {
-        title: format!("Localisation benchmark: {}", a.benchmark.display()),
-        sections: vec![
-            Section {
-                heading: "Table 5: RC, PR and F3 (β = 3), averaged per fault".into(),
-                paragraphs: vec![format!(
-                    "Answers are the fault types of the suspects with confidence >= {}, at most 5; types are compared as in the study (ARM/AAL count as ACH, LRM as LAD); engines that train answer with the mode of {} runs (distinct seeds). The engines never read the ground truth.",
-                    loc::THRESHOLD,
-                    a.repeats
-                )],
-                tables: vec![Table {
-                    caption: String::new(),
-                    headers: summary[0].clone(),
-                    rows: summary[1..]
-                        .iter()
-                        .map(|r| r.iter().map(|c| Cell::from(c.clone())).collect())
-                        .collect(),
-                }],
-                ..Section::default()
-            },
-            Section {
-                heading: "Per fault".into(),
-                tables: vec![Table {
-                    caption: String::new(),
-                    headers: [
-                        "fault",
-                        "engine",
-                        "ground truth",
-                        "answer",
-                        "RC",
-                        "PR",
-                        "F3",
-                        "stability",
-                        "s",
-                    ]
-                    .map(String::from)
-                    .to_vec(),
-                    rows: rows
-                        .iter()
-                        .map(|r| {
-                            vec![
-                                r.fault.clone().into(),
-                                r.engine.clone().into(),
-                                r.gt.join(" ").into(),
-                                r.answer.join(" ").into(),
-                                Cell::marked(format!("{:.2}", r.rc), r.rc >= 1.0),
-                                format!("{:.2}", r.pr).into(),
-                                format!("{:.2}", r.f3).into(),
-                                format!("{:.2}", r.stability).into(),
-                                format!("{:.2}", r.seconds).into(),
-                            ]
-                        })
-                        .collect(),
-                }],
-                ..Section::default()
-            },
-        ],
-    };
+    let before_after = before_after_rows(&rows, &a.engines);
+    let report = build_report(
+        a,
+        &rows,
+        &summary,
+        &before_after,
+        with_alternatives,
+        variants.len(),
+    );
     let html = report.write(&a.out)?;
     if g.json {
         println!(
@@ -208,6 +222,12 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
         );
     } else {
         print!("{}", crate::table::render(&summary));
+        if with_alternatives > 0 {
+            println!(
+                "\nbefore / after alternative ground truths ({with_alternatives} faults have them):"
+            );
+            print!("{}", crate::table::render(&before_after));
+        }
         println!("\nreport: {}", html.display());
     }
     Ok(ExitCode::SUCCESS)
@@ -263,4 +283,168 @@ fn summary_rows(rows: &[Row], engines: &[LocalizeEngine]) -> Vec<Vec<String>> {
         ]);
     }
     out
+}
+
+/// The study's Table 7: RC, PR and F3 before and after alternative ground truths, per engine
+/// and fault set.
+fn before_after_rows(rows: &[Row], engines: &[LocalizeEngine]) -> Vec<Vec<String>> {
+    let mut out = vec![
+        [
+            "engine",
+            "faults",
+            "RC before",
+            "RC after",
+            "PR before",
+            "PR after",
+            "F3 before",
+            "F3 after",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    let avg = |v: &[f64]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{:.2}", v.iter().sum::<f64>() / v.len() as f64)
+        }
+    };
+    for e in engines {
+        let name = serde_name(*e);
+        for (set, origin) in [
+            ("artificial", Some("mutation")),
+            ("real", Some("real")),
+            ("all", None),
+        ] {
+            let rs: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.engine == name && origin.is_none_or(|o| r.origin == o))
+                .collect();
+            if rs.is_empty() {
+                continue;
+            }
+            let col = |f: fn(&Row) -> f64| avg(&rs.iter().map(|r| f(r)).collect::<Vec<_>>());
+            out.push(vec![
+                name.clone(),
+                format!("{set} ({})", rs.len()),
+                col(|r| r.rc),
+                col(|r| r.rc_after),
+                col(|r| r.pr),
+                col(|r| r.pr_after),
+                col(|r| r.f3),
+                col(|r| r.f3_after),
+            ]);
+        }
+    }
+    out
+}
+
+fn string_table(rows: &[Vec<String>]) -> Table {
+    Table {
+        caption: String::new(),
+        headers: rows[0].clone(),
+        rows: rows[1..]
+            .iter()
+            .map(|r| r.iter().map(|c| Cell::from(c.clone())).collect())
+            .collect(),
+    }
+}
+
+/// Table 5, Table 7 (only when some fault has alternative ground truths) and the per-fault
+/// table (with the "after" columns only then).
+fn build_report(
+    a: &BenchLocalizeArgs,
+    rows: &[Row],
+    summary: &[Vec<String>],
+    before_after: &[Vec<String>],
+    with_alternatives: usize,
+    faults: usize,
+) -> Report {
+    let after = with_alternatives > 0;
+    let mut sections = vec![Section {
+        heading: "Table 5: RC, PR and F3 (β = 3), averaged per fault".into(),
+        paragraphs: vec![format!(
+            "Answers are the fault types of the suspects with confidence >= {}, at most 5; types are compared as in the study (ARM/AAL count as ACH, LRM as LAD); engines that train answer with the mode of {} runs (distinct seeds). The engines never read the ground truth.",
+            loc::THRESHOLD,
+            a.repeats
+        )],
+        tables: vec![string_table(summary)],
+        ..Section::default()
+    }];
+    if after {
+        sections.push(Section {
+            heading: "Table 7: before / after neutrality analysis".into(),
+            paragraphs: vec![format!(
+                "{with_alternatives} of {faults} faults have alternative ground truths (alternatives.json from `reprolab neutrality`). After: each answer is scored against the ground-truth variant with the highest RC (then F3, then PR), the known fix included, as in the study's Tables 6 and 7; faults without alternatives score the same before and after."
+            )],
+            tables: vec![string_table(before_after)],
+            ..Section::default()
+        });
+    }
+    let mut headers: Vec<String> = [
+        "fault",
+        "engine",
+        "ground truth",
+        "answer",
+        "RC",
+        "PR",
+        "F3",
+    ]
+    .map(String::from)
+    .to_vec();
+    if after {
+        headers
+            .extend(["GT variant (after)", "RC after", "PR after", "F3 after"].map(String::from));
+    }
+    headers.extend(["stability", "s"].map(String::from));
+    let table_rows = rows
+        .iter()
+        .map(|r| {
+            let mut line: Vec<Cell> = vec![
+                r.fault.clone().into(),
+                r.engine.clone().into(),
+                r.gt.join(" ").into(),
+                r.answer.join(" ").into(),
+                Cell::marked(format!("{:.2}", r.rc), r.rc >= 1.0),
+                format!("{:.2}", r.pr).into(),
+                format!("{:.2}", r.f3).into(),
+            ];
+            if after {
+                line.push(
+                    if r.variants == 0 {
+                        "-".to_string()
+                    } else {
+                        format!("{} (of {})", r.gt_after.join(" "), r.variants + 1)
+                    }
+                    .into(),
+                );
+                line.push(Cell::marked(
+                    format!("{:.2}", r.rc_after),
+                    r.rc_after > r.rc,
+                ));
+                line.push(format!("{:.2}", r.pr_after).into());
+                line.push(format!("{:.2}", r.f3_after).into());
+            }
+            line.push(format!("{:.2}", r.stability).into());
+            line.push(format!("{:.2}", r.seconds).into());
+            line
+        })
+        .collect();
+    sections.push(Section {
+        heading: "Per fault".into(),
+        tables: vec![Table {
+            caption: if after {
+                "Bold RC after: higher than before.".into()
+            } else {
+                String::new()
+            },
+            headers,
+            rows: table_rows,
+        }],
+        ..Section::default()
+    });
+    Report {
+        title: format!("Localisation benchmark: {}", a.benchmark.display()),
+        sections,
+    }
 }

@@ -1,14 +1,18 @@
 //! `reprolab bench repair`: engines × budgets × repeats over a fault benchmark, one result line
 //! per cell appended to `results.jsonl` the moment it is known (a killed bench resumes from it,
-//! and every training is in the evaluation cache), then the study's Table 9 and Figure 3.
+//! and every training is in the evaluation cache), then the study's Table 9 and Figure 3. When
+//! faults have alternative ground truths (`alternatives.json`), AJ is also given against the
+//! best-matching variant ("AJ after").
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
+use reprolab_core::FaultType;
 use reprolab_core::manifest::{Goal, Subject};
-use reprolab_repair::{Budget, patch_diff};
+use reprolab_repair::neutrality::{Alternatives, best_aj};
+use reprolab_repair::{Budget, gt_types, patch_diff};
 use reprolab_report::{Cell, Figure, Report, Section, Table, svg};
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +48,14 @@ pub struct Row {
     pub min_changed: Option<usize>,
     pub min_ir: Option<f64>,
     pub min_significant: Option<bool>,
+    /// The (normalised) fault types the patch changes (empty without a patch); `None` in rows
+    /// written before this field existed.
+    #[serde(default)]
+    pub patch_types: Option<Vec<FaultType>>,
+    /// AJ against the best ground-truth variant (the known fix or an alternative); recomputed
+    /// whenever the report is written. Equal to `aj` for a fault without alternatives.
+    #[serde(default)]
+    pub aj_after: Option<f64>,
 }
 
 impl Row {
@@ -197,6 +209,8 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
                         min_changed: run.minimized.as_ref().map(|m| m.result.changed.len()),
                         min_ir: run.minimized.as_ref().and_then(|m| m.validation.ir),
                         min_significant: run.minimized.as_ref().map(|m| m.validation.significant),
+                        patch_types: Some(v.map_or(Vec::new(), |v| v.patch_types.clone())),
+                        aj_after: None,
                     };
                     writeln!(results, "{}", serde_json::to_string(&row)?)?;
                     results.flush()?;
@@ -229,6 +243,7 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
         .filter_map(|(d, _)| Subject::load(d).ok().map(|s| s.name))
         .collect();
     rows.retain(|r| names.contains(&r.fault));
+    let with_alternatives = score_after(&mut rows, &faults)?;
     // Tables follow the order of --engines and --budgets, whatever order the cells ran in.
     let engine_pos = |e: &str| {
         a.engines
@@ -245,7 +260,7 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
             r.repeat,
         )
     });
-    let report = build_report(&rows, a);
+    let report = build_report(&rows, a, with_alternatives);
     let html = report.write(&a.out)?;
     if g.json {
         println!(
@@ -253,7 +268,7 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
             serde_json::to_string_pretty(&serde_json::json!({"rows": rows, "report": html}))?
         );
     } else {
-        print!("{}", summary_text(&rows));
+        print!("{}", summary_text(&rows, with_alternatives > 0));
         println!("\nreport: {} (and report.md)", html.display());
     }
     Ok(ExitCode::SUCCESS)
@@ -283,23 +298,47 @@ fn fmt(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:.2}"))
 }
 
-fn summary_rows(rows: &[Row]) -> Vec<Vec<String>> {
-    let mut out = vec![
-        [
-            "engine",
-            "budget",
-            "cells",
-            "significant",
-            "median IR",
-            "mean changed",
-            "mean GT changed",
-            "mean complexity",
-            "mean AJ",
-            "minimised changed",
-        ]
-        .map(String::from)
-        .to_vec(),
+/// Sets every row's `aj_after` from its fault's ground-truth variants; returns how many of the
+/// faults have alternatives.
+fn score_after(
+    rows: &mut [Row],
+    faults: &[(std::path::PathBuf, Option<reprolab_faults::FaultRecord>)],
+) -> Result<usize> {
+    let mut variants = BTreeMap::new();
+    for (dir, _) in faults {
+        let subject = Subject::load(dir)?;
+        let alts = Alternatives::read(dir)?
+            .map(|a| a.variants())
+            .unwrap_or_default();
+        variants.insert(subject.name.clone(), (gt_types(&subject), alts));
+    }
+    for r in rows.iter_mut() {
+        r.aj_after = match (variants.get(&r.fault), &r.patch_types) {
+            (Some((_, alts)), _) if alts.is_empty() => r.aj,
+            (Some((gt, alts)), Some(types)) => best_aj(&types.iter().copied().collect(), gt, alts),
+            _ => None,
+        };
+    }
+    Ok(variants.values().filter(|(_, a)| !a.is_empty()).count())
+}
+
+fn summary_rows(rows: &[Row], after: bool) -> Vec<Vec<String>> {
+    let mut headers = vec![
+        "engine",
+        "budget",
+        "cells",
+        "significant",
+        "median IR",
+        "mean changed",
+        "mean GT changed",
+        "mean complexity",
+        "mean AJ",
     ];
+    if after {
+        headers.push("mean AJ after");
+    }
+    headers.push("minimised changed");
+    let mut out = vec![headers.into_iter().map(String::from).collect::<Vec<_>>()];
     for ((engine, budget), rs) in groups(rows) {
         let irs: Vec<f64> = rs.iter().filter_map(|r| r.ir).collect();
         let sig = rs.iter().filter(|r| r.significant).count();
@@ -323,7 +362,7 @@ fn summary_rows(rows: &[Row]) -> Vec<Vec<String>> {
             .iter()
             .filter_map(|r| r.min_changed.map(|c| c as f64))
             .collect();
-        out.push(vec![
+        let mut line = vec![
             engine,
             budget,
             rs.len().to_string(),
@@ -333,17 +372,22 @@ fn summary_rows(rows: &[Row]) -> Vec<Vec<String>> {
             fmt(mean(&gt)),
             fmt(mean(&cx)),
             fmt(mean(&aj)),
-            fmt(mean(&minc)),
-        ]);
+        ];
+        if after {
+            let aj_after: Vec<f64> = rs.iter().filter_map(|r| r.aj_after).collect();
+            line.push(fmt(mean(&aj_after)));
+        }
+        line.push(fmt(mean(&minc)));
+        out.push(line);
     }
     out
 }
 
-fn summary_text(rows: &[Row]) -> String {
-    crate::table::render(&summary_rows(rows))
+fn summary_text(rows: &[Row], after: bool) -> String {
+    crate::table::render(&summary_rows(rows, after))
 }
 
-fn build_report(rows: &[Row], a: &BenchRepairArgs) -> Report {
+fn build_report(rows: &[Row], a: &BenchRepairArgs, with_alternatives: usize) -> Report {
     let gs = groups(rows);
     let cols: Vec<(String, String)> = gs.iter().map(|(k, _)| k.clone()).collect();
     let mut faults: Vec<String> = Vec::new();
@@ -378,9 +422,15 @@ fn build_report(rows: &[Row], a: &BenchRepairArgs) -> Report {
         }
         t9.rows.push(line);
     }
-    let summary = summary_rows(rows);
+    let summary = summary_rows(rows, with_alternatives > 0);
     let t_summary = Table {
-        caption: "Per engine and budget (changed / complexity over significant patches)".into(),
+        caption: if with_alternatives > 0 {
+            format!(
+                "Per engine and budget (changed / complexity over significant patches). AJ after: against the best-matching ground-truth variant; {with_alternatives} faults have alternative ground truths (alternatives.json), the others score the same."
+            )
+        } else {
+            "Per engine and budget (changed / complexity over significant patches)".into()
+        },
         headers: summary[0].clone(),
         rows: summary[1..]
             .iter()

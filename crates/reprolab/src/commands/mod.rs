@@ -10,6 +10,7 @@ pub mod faults;
 pub mod llm;
 pub mod localize;
 pub mod mutate;
+pub mod neutrality;
 pub mod repair;
 pub mod trace;
 
