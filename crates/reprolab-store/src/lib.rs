@@ -20,8 +20,9 @@ use reprolab_core::Outcome;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
-/// Version of the schema this crate writes, recorded in SQLite's `user_version`.
-pub const SCHEMA_VERSION: i64 = 1;
+/// Version of the schema this crate writes, recorded in SQLite's `user_version`: one per
+/// migration.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// How long a write waits for another process holding the write lock before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -64,10 +65,26 @@ const MIGRATIONS: &[&str] = &[
          PRIMARY KEY (run_id, key)
      ) WITHOUT ROWID;
      CREATE INDEX run_evaluations_key ON run_evaluations (key);",
+    // 1 -> 2: results of `reprolab codegen` (see codegen.rs), one row per evaluated sample
+    "CREATE TABLE codegen_results (
+         key        TEXT PRIMARY KEY NOT NULL,
+         task_id    TEXT NOT NULL,
+         sample     INTEGER NOT NULL,
+         status     TEXT NOT NULL,
+         record     TEXT NOT NULL,
+         created_at TEXT NOT NULL
+     );
+     CREATE INDEX codegen_results_task ON codegen_results (task_id, status);",
 ];
 
 /// Tables that a reprolab store may contain (any version); used to refuse foreign databases.
-const OWN_TABLES: &[&str] = &["evaluations", "runs", "run_evaluations", "sqlite_sequence"];
+const OWN_TABLES: &[&str] = &[
+    "evaluations",
+    "runs",
+    "run_evaluations",
+    "sqlite_sequence",
+    "codegen_results",
+];
 
 /// What went wrong with the store. Every message names the database file.
 #[derive(Debug, thiserror::Error)]
@@ -560,6 +577,8 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
+
+mod codegen;
 
 #[cfg(test)]
 mod tests;
