@@ -30,6 +30,7 @@ _OOM_MARKERS = ("can't allocate memory", "DefaultCPUAllocator", "out of memory")
 _E_LINE = re.compile(r"^E\s+([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failed)):?\s?(.*)$")
 
 _state = None
+_session = None
 
 
 class _State:
@@ -127,6 +128,28 @@ def pytest_configure(config):
         _state = _State(os.path.abspath(path), config.getoption("--reprolab-check", default=[]))
 
 
+def pytest_sessionstart(session):
+    global _session
+    _session = session
+
+
+def _stop_on_oom():
+    """An allocation failed: the sample's verdict is `oom` whatever the other tests do, and
+    each of them would only fill memory up to the bound again."""
+    if _session is not None:
+        _session.shouldstop = "reprolab: an allocation failed (memory bound)"
+
+
+def pytest_collection(session):
+    """A candidate that does not compile cannot be imported: skip collection, whose error
+    report would only repeat the syntax error (and costs a second rendering tracebacks)."""
+    if _state is not None and _state.precheck is not None:
+        session.items = []
+        session.testscollected = 0
+        return True
+    return None
+
+
 def pytest_collectreport(report):
     if _state is None or not report.failed:
         return
@@ -195,6 +218,8 @@ def pytest_runtest_logreport(report):
         rec["message"] = _truncate(message, MAX_MESSAGE, keep_end=False)
         rec["traceback"] = _truncate(report.longreprtext or "", MAX_TRACEBACK, keep_end=True)
         rec["oom"] = bool(oom) or _is_oom(kind, message)
+        if rec["oom"]:
+            _stop_on_oom()
 
 
 def pytest_sessionfinish(session, exitstatus):

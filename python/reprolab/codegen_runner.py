@@ -89,13 +89,17 @@ def _child_test(req, workdir):
     sys.path.insert(0, cwd)
     result = os.path.join(workdir, _RESULT_NAME)
     args = [str(a) for a in req.get("args") or []]
-    args += ["-p", "reprolab.codegen_plugin", "--reprolab-result", result]
+    args += ["--reprolab-result", result]
     for f in req.get("check") or []:
         args += ["--reprolab-check", str(f)]
     sys.argv = ["pytest", *args]
     import pytest
 
-    code = pytest.main(args)
+    from reprolab import codegen_plugin
+
+    # The plugin object itself (already imported by the parent), not `-p`, which would warn
+    # that an imported module cannot be assertion-rewritten.
+    code = pytest.main(args, plugins=[codegen_plugin])
     if not os.path.exists(result):
         # pytest stopped before the session (usage error, internal error): say so.
         with open(result, "w", encoding="utf-8") as f:
@@ -201,6 +205,13 @@ def _preload():
             importlib.import_module(name)
         except Exception as e:  # noqa: BLE001 - a missing optional module is not fatal
             print(f"reprolab codegen runner: could not pre-import {name}: {e}", file=sys.stderr)
+    # Everything imported so far lives as long as the runner: move it out of the collector's
+    # reach, so that a child's gc.collect() (pytest runs several at the end of each session)
+    # neither walks it nor writes to its pages (each write would copy a page from the parent).
+    import gc
+
+    gc.collect()
+    gc.freeze()
     return time.perf_counter() - t0, torch.__version__
 
 

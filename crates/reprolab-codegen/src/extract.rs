@@ -84,7 +84,9 @@ pub fn candidates(completion: &str) -> Vec<Candidate> {
                     .to_ascii_lowercase();
                 open = Some((ch, n, PYTHON_TAGS.contains(&tag.as_str()), Vec::new()));
             }
-            (Some((ch, n, python, lines)), Some((c2, n2, info))) if c2 == *ch && n2 >= *n && info.is_empty() => {
+            (Some((ch, n, python, lines)), Some((c2, n2, info)))
+                if c2 == *ch && n2 >= *n && info.is_empty() =>
+            {
                 let (python, lines) = (*python, std::mem::take(lines));
                 push(&lines, python, &mut out);
                 open = None;
@@ -169,7 +171,11 @@ mod tests {
         let e = extract_code(answer, parses);
         assert_eq!(
             code_of(&e),
-            ("import torch\n\ndef f(x):\n    return x\n", Origin::PythonBlock, true)
+            (
+                "import torch\n\ndef f(x):\n    return x\n",
+                Origin::PythonBlock,
+                true
+            )
         );
     }
 
@@ -184,18 +190,27 @@ mod tests {
     fn other_fenced_blocks_come_next() {
         let answer = "Here:\n```\ndef f(x):\n    return x\n```\n~~~text\nshort\n~~~\n";
         let e = extract_code(answer, parses);
-        assert_eq!(code_of(&e), ("def f(x):\n    return x\n", Origin::FencedBlock, true));
+        assert_eq!(
+            code_of(&e),
+            ("def f(x):\n    return x\n", Origin::FencedBlock, true)
+        );
     }
 
     #[test]
     fn raw_text_that_parses_is_code() {
         let e = extract_code("def f(x):\n    return x\n", parses);
-        assert_eq!(code_of(&e), ("def f(x):\n    return x\n", Origin::RawText, true));
+        assert_eq!(
+            code_of(&e),
+            ("def f(x):\n    return x\n", Origin::RawText, true)
+        );
     }
 
     #[test]
     fn prose_is_no_code() {
-        assert_eq!(extract_code("Here I cannot help with that.", parses), Extraction::NoCode);
+        assert_eq!(
+            extract_code("Here I cannot help with that.", parses),
+            Extraction::NoCode
+        );
         assert_eq!(extract_code("   \n", parses), Extraction::NoCode);
         assert_eq!(extract_code("```python\n\n```", parses), Extraction::NoCode);
     }
@@ -204,13 +219,19 @@ mod tests {
     fn a_fenced_syntax_error_is_still_run() {
         let answer = "Here:\n```python\ndef f(x:\n    SYNTAX_ERROR\n```\n";
         let e = extract_code(answer, parses);
-        assert_eq!(code_of(&e), ("def f(x:\n    SYNTAX_ERROR\n", Origin::PythonBlock, false));
+        assert_eq!(
+            code_of(&e),
+            ("def f(x:\n    SYNTAX_ERROR\n", Origin::PythonBlock, false)
+        );
     }
 
     #[test]
     fn an_unclosed_fence_runs_to_the_end_and_tags_are_case_insensitive() {
         let e = extract_code("Here:\n```Python\ndef f():\n    pass", parses);
-        assert_eq!(code_of(&e), ("def f():\n    pass\n", Origin::PythonBlock, true));
+        assert_eq!(
+            code_of(&e),
+            ("def f():\n    pass\n", Origin::PythonBlock, true)
+        );
         let e = extract_code("```py\na = 1\n```", parses);
         assert_eq!(code_of(&e).1, Origin::PythonBlock);
     }
@@ -226,6 +247,9 @@ mod tests {
     fn candidates_list_blocks_then_raw_text() {
         let c = candidates("a\n```python\nx=1\n```\n```\ny=2\n```");
         let origins: Vec<Origin> = c.iter().map(|c| c.origin).collect();
-        assert_eq!(origins, [Origin::PythonBlock, Origin::FencedBlock, Origin::RawText]);
+        assert_eq!(
+            origins,
+            [Origin::PythonBlock, Origin::FencedBlock, Origin::RawText]
+        );
     }
 }

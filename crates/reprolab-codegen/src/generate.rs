@@ -130,11 +130,14 @@ mod tests {
             })
             .to_string()
         };
-        parse_tasks(&format!("{}\n{}\n", line("a"), line("b")), Path::new("t.jsonl"))
-            .unwrap()
-            .into_iter()
-            .map(Arc::new)
-            .collect()
+        parse_tasks(
+            &format!("{}\n{}\n", line("a"), line("b")),
+            Path::new("t.jsonl"),
+        )
+        .unwrap()
+        .into_iter()
+        .map(Arc::new)
+        .collect()
     }
 
     #[tokio::test]
@@ -152,9 +155,16 @@ mod tests {
         let all = generate_missing(&g, &tasks(), 3, 0.2, existing, &out, &|_, _| {})
             .await
             .unwrap();
-        assert_eq!(*g.calls.lock().unwrap(), vec![("a".to_string(), 2), ("b".to_string(), 3)]);
+        assert_eq!(
+            *g.calls.lock().unwrap(),
+            vec![("a".to_string(), 2), ("b".to_string(), 3)]
+        );
         assert_eq!(all.len(), 6);
-        let samples_a: Vec<u32> = all.iter().filter(|x| x.task_id == "a").map(|x| x.sample).collect();
+        let samples_a: Vec<u32> = all
+            .iter()
+            .filter(|x| x.task_id == "a")
+            .map(|x| x.sample)
+            .collect();
         assert_eq!(samples_a, vec![1, 0, 2]);
         assert_eq!(crate::generations::load_generations(&out).unwrap().len(), 5);
         // Resuming with everything present asks nothing.

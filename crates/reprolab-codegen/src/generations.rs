@@ -32,7 +32,9 @@ pub fn parse_generations(text: &str, file: &Path) -> Result<Vec<Generation>, Fil
                     file: file.to_path_buf(),
                     line,
                     field: String::new(),
-                    message: format!("not valid JSON ({e}); expected {{\"task_id\", \"sample\", \"completion\"}}"),
+                    message: format!(
+                        "not valid JSON ({e}); expected {{\"task_id\", \"sample\", \"completion\"}}"
+                    ),
                 });
                 continue;
             }
@@ -61,7 +63,10 @@ pub fn parse_generations(text: &str, file: &Path) -> Result<Vec<Generation>, Fil
             Some(other) => {
                 f.issue(
                     "sample",
-                    format!("found {}, expected a sample index (0, 1, …)", describe(other)),
+                    format!(
+                        "found {}, expected a sample index (0, 1, …)",
+                        describe(other)
+                    ),
                 );
                 None
             }
@@ -100,7 +105,12 @@ pub fn parse_generations(text: &str, file: &Path) -> Result<Vec<Generation>, Fil
 
 pub fn load_generations(path: &Path) -> Result<Vec<Generation>, FileError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        FileError::single(path, 0, "", format!("cannot read the generations file: {e}"))
+        FileError::single(
+            path,
+            0,
+            "",
+            format!("cannot read the generations file: {e}"),
+        )
     })?;
     parse_generations(&text, path)
 }
@@ -112,7 +122,11 @@ pub fn append_generation(path: &Path, g: &Generation) -> std::io::Result<()> {
         .create(true)
         .append(true)
         .open(path)?;
-    writeln!(f, "{}", serde_json::to_string(g).map_err(std::io::Error::other)?)?;
+    writeln!(
+        f,
+        "{}",
+        serde_json::to_string(g).map_err(std::io::Error::other)?
+    )?;
     f.flush()
 }
 
@@ -167,9 +181,20 @@ mod tests {
         let e = parse_generations(text, Path::new("g.jsonl")).unwrap_err();
         let m: Vec<String> = e.issues.iter().map(|i| i.to_string()).collect();
         assert!(m.contains(&"g.jsonl:2: field `sample`: found the number -1, expected a sample index (0, 1, …)".to_string()), "{m:#?}");
-        assert!(m.iter().any(|x| x.starts_with("g.jsonl:3: field `sample`: sample 0 of \"a\" is already on line 1")), "{m:#?}");
-        assert!(m.contains(&"g.jsonl:4: field `completion`: missing; expected a string".to_string()), "{m:#?}");
-        let ok = parse_generations("{\"task_id\": \"a\", \"sample\": 2, \"completion\": \"\"}\n", Path::new("g")).unwrap();
+        assert!(
+            m.iter().any(|x| x
+                .starts_with("g.jsonl:3: field `sample`: sample 0 of \"a\" is already on line 1")),
+            "{m:#?}"
+        );
+        assert!(
+            m.contains(&"g.jsonl:4: field `completion`: missing; expected a string".to_string()),
+            "{m:#?}"
+        );
+        let ok = parse_generations(
+            "{\"task_id\": \"a\", \"sample\": 2, \"completion\": \"\"}\n",
+            Path::new("g"),
+        )
+        .unwrap();
         assert_eq!(ok[0].sample, 2);
     }
 
@@ -183,7 +208,14 @@ mod tests {
             completion: "```python\nx\n```".into(),
         };
         append_generation(&p, &g).unwrap();
-        append_generation(&p, &Generation { sample: 4, ..g.clone() }).unwrap();
+        append_generation(
+            &p,
+            &Generation {
+                sample: 4,
+                ..g.clone()
+            },
+        )
+        .unwrap();
         let back = load_generations(&p).unwrap();
         assert_eq!(back.len(), 2);
         assert_eq!(back[0], g);

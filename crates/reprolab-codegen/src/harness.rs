@@ -149,7 +149,11 @@ enum Pending {
 }
 
 impl Harness {
-    pub fn new(env: PythonEnv, store: Option<Store>, opts: Options) -> Result<Harness, HarnessError> {
+    pub fn new(
+        env: PythonEnv,
+        store: Option<Store>,
+        opts: Options,
+    ) -> Result<Harness, HarnessError> {
         let scratch = tempfile::Builder::new()
             .prefix("reprolab-codegen-")
             .tempdir()
@@ -201,16 +205,25 @@ impl Harness {
         if let Some(f) = cache.get(&task.id) {
             return Ok(f.clone());
         }
-        let f = task.fingerprint().map_err(|source| HarnessError::Repository {
-            task: task.id.clone(),
-            source,
-        })?;
+        let f = task
+            .fingerprint()
+            .map_err(|source| HarnessError::Repository {
+                task: task.id.clone(),
+                source,
+            })?;
         cache.insert(task.id.clone(), f.clone());
         Ok(f)
     }
 
     /// The cache key of one sample: task, role and index, code, limits, runner mode, environment.
-    fn key(&self, task: &Task, role: Role, sample: u32, code: &str, timeout_s: f64) -> Result<String, HarnessError> {
+    fn key(
+        &self,
+        task: &Task,
+        role: Role,
+        sample: u32,
+        code: &str,
+        timeout_s: f64,
+    ) -> Result<String, HarnessError> {
         let o = &self.inner.opts;
         let parts = [
             "codegen-v1".to_string(),
@@ -261,10 +274,13 @@ impl Harness {
                 Role::Wrong => -2 - r.sample as i64,
                 Role::Sample => r.sample as i64,
             };
-            store
-                .lock()
-                .unwrap()
-                .put_codegen_result(&r.key, &r.task_id, sample, r.status.name(), &v)?;
+            store.lock().unwrap().put_codegen_result(
+                &r.key,
+                &r.task_id,
+                sample,
+                r.status.name(),
+                &v,
+            )?;
         }
         Ok(())
     }
@@ -298,7 +314,11 @@ impl Harness {
 
     /// Run every task's reference solution (the repository as it is, for repository tasks)
     /// under the task's own time limit.
-    pub async fn references(&self, tasks: &[Arc<Task>], on_done: OnDone<'_>) -> Result<Vec<SampleResult>, HarnessError> {
+    pub async fn references(
+        &self,
+        tasks: &[Arc<Task>],
+        on_done: OnDone<'_>,
+    ) -> Result<Vec<SampleResult>, HarnessError> {
         let mut pending = Vec::new();
         for t in tasks {
             let code = match &t.kind {
@@ -317,14 +337,24 @@ impl Harness {
         if !repo_jobs.is_empty() {
             let mut items = Vec::new();
             for &i in &repo_jobs {
-                let Pending::Run(j) = &pending[i] else { unreachable!() };
+                let Pending::Run(j) = &pending[i] else {
+                    unreachable!()
+                };
                 items.push(original_source(&j.task)?);
             }
-            let located = self.inner.helper.locate(&items).await.map_err(HarnessError::Helper)?;
+            let located = self
+                .inner
+                .helper
+                .locate(&items)
+                .await
+                .map_err(HarnessError::Helper)?;
             for (&i, loc) in repo_jobs.iter().zip(located) {
-                let Pending::Run(j) = &pending[i] else { unreachable!() };
+                let Pending::Run(j) = &pending[i] else {
+                    unreachable!()
+                };
                 if let Some(e) = target_missing(&j.task, &loc) {
-                    let r = self.result(j, Judged::without_tests(Status::Error, Some(e)), 0.0, None);
+                    let r =
+                        self.result(j, Judged::without_tests(Status::Error, Some(e)), 0.0, None);
                     self.store_result(&r)?;
                     pending[i] = Pending::Done(Box::new(r));
                 }
@@ -345,7 +375,14 @@ impl Harness {
             if let TaskKind::Function { wrong, .. } = &t.kind {
                 let timeout = self.sample_timeout(t, references.get(&t.id));
                 for (i, code) in wrong.iter().enumerate() {
-                    pending.push(self.job(t, Role::Wrong, i as u32, None, Some(code.clone()), timeout)?);
+                    pending.push(self.job(
+                        t,
+                        Role::Wrong,
+                        i as u32,
+                        None,
+                        Some(code.clone()),
+                        timeout,
+                    )?);
                 }
             }
         }
@@ -378,7 +415,13 @@ impl Harness {
             let timeout = self.sample_timeout(task, references.get(&task.id));
             match extraction {
                 Extraction::NoCode => {
-                    let key = self.key(task, Role::Sample, g.sample, &format!("no_code:{}", g.completion), timeout)?;
+                    let key = self.key(
+                        task,
+                        Role::Sample,
+                        g.sample,
+                        &format!("no_code:{}", g.completion),
+                        timeout,
+                    )?;
                     let job = Job {
                         task: (*task).clone(),
                         role: Role::Sample,
@@ -389,11 +432,19 @@ impl Harness {
                         timeout_s: timeout,
                         key,
                     };
-                    let r = self.result(&job, Judged::without_tests(Status::NoCode, None), 0.0, None);
+                    let r =
+                        self.result(&job, Judged::without_tests(Status::NoCode, None), 0.0, None);
                     pending.push(Pending::Done(Box::new(r)));
                 }
                 Extraction::Code { code, origin, .. } => {
-                    pending.push(self.job(task, Role::Sample, g.sample, Some(origin), Some(code), timeout)?);
+                    pending.push(self.job(
+                        task,
+                        Role::Sample,
+                        g.sample,
+                        Some(origin),
+                        Some(code),
+                        timeout,
+                    )?);
                 }
             }
         }
@@ -402,12 +453,19 @@ impl Harness {
     }
 
     async fn extract_all(&self, gens: &[Generation]) -> Result<Vec<Extraction>, HarnessError> {
-        let cands: Vec<Vec<extract::Candidate>> = gens.iter().map(|g| extract::candidates(&g.completion)).collect();
+        let cands: Vec<Vec<extract::Candidate>> = gens
+            .iter()
+            .map(|g| extract::candidates(&g.completion))
+            .collect();
         let sources: Vec<String> = cands.iter().flatten().map(|c| c.code.clone()).collect();
         let parsed = if sources.is_empty() {
             Vec::new()
         } else {
-            self.inner.helper.parse(&sources).await.map_err(HarnessError::Helper)?
+            self.inner
+                .helper
+                .parse(&sources)
+                .await
+                .map_err(HarnessError::Helper)?
         };
         let mut at = 0;
         Ok(cands
@@ -426,7 +484,9 @@ impl Harness {
         let idx: Vec<usize> = pending
             .iter()
             .enumerate()
-            .filter(|(_, p)| matches!(p, Pending::Run(j) if j.task.is_repository() && j.code.is_some()))
+            .filter(
+                |(_, p)| matches!(p, Pending::Run(j) if j.task.is_repository() && j.code.is_some()),
+            )
             .map(|(i, _)| i)
             .collect();
         if idx.is_empty() {
@@ -436,7 +496,9 @@ impl Harness {
         let mut items: Vec<(String, String)> = Vec::new();
         let mut original_at: HashMap<String, usize> = HashMap::new();
         for &i in &idx {
-            let Pending::Run(j) = &pending[i] else { unreachable!() };
+            let Pending::Run(j) = &pending[i] else {
+                unreachable!()
+            };
             if !original_at.contains_key(&j.task.id) {
                 original_at.insert(j.task.id.clone(), items.len());
                 items.push(original_source(&j.task)?);
@@ -444,13 +506,33 @@ impl Harness {
         }
         let gen_start = items.len();
         for &i in &idx {
-            let Pending::Run(j) = &pending[i] else { unreachable!() };
-            items.push((j.code.clone().unwrap_or_default(), j.task.target_name().to_string()));
+            let Pending::Run(j) = &pending[i] else {
+                unreachable!()
+            };
+            items.push((
+                j.code.clone().unwrap_or_default(),
+                j.task.target_name().to_string(),
+            ));
         }
-        let located = self.inner.helper.locate(&items).await.map_err(HarnessError::Helper)?;
+        let located = self
+            .inner
+            .helper
+            .locate(&items)
+            .await
+            .map_err(HarnessError::Helper)?;
         for (n, &i) in idx.iter().enumerate() {
-            let Pending::Run(j) = &mut pending[i] else { unreachable!() };
-            let TaskKind::Repository { file, function, class, .. } = &j.task.kind else { unreachable!() };
+            let Pending::Run(j) = &mut pending[i] else {
+                unreachable!()
+            };
+            let TaskKind::Repository {
+                file,
+                function,
+                class,
+                ..
+            } = &j.task.kind
+            else {
+                unreachable!()
+            };
             let o = original_at[&j.task.id];
             let spliced = patch::splice(
                 file,
@@ -467,7 +549,9 @@ impl Harness {
                     let kind = match &e {
                         PatchError::GeneratedSyntax { kind, .. } => kind.clone(),
                         PatchError::NoDefinition { .. } => "NoDefinition".into(),
-                        PatchError::TargetMissing { .. } | PatchError::OriginalSyntax { .. } => "TargetMissing".into(),
+                        PatchError::TargetMissing { .. } | PatchError::OriginalSyntax { .. } => {
+                            "TargetMissing".into()
+                        }
                     };
                     let failure = Failure {
                         kind,
@@ -475,7 +559,12 @@ impl Harness {
                         traceback: String::new(),
                         nodeid: None,
                     };
-                    let r = self.result(j, Judged::without_tests(Status::PatchError, Some(failure)), 0.0, None);
+                    let r = self.result(
+                        j,
+                        Judged::without_tests(Status::PatchError, Some(failure)),
+                        0.0,
+                        None,
+                    );
                     self.store_result(&r)?;
                     pending[i] = Pending::Done(Box::new(r));
                 }
@@ -485,7 +574,11 @@ impl Harness {
     }
 
     /// Report what is known, run the rest in parallel, store each result as it comes.
-    async fn finish(&self, pending: Vec<Pending>, on_done: OnDone<'_>) -> Result<Vec<SampleResult>, HarnessError> {
+    async fn finish(
+        &self,
+        pending: Vec<Pending>,
+        on_done: OnDone<'_>,
+    ) -> Result<Vec<SampleResult>, HarnessError> {
         let mut results: Vec<Option<SampleResult>> = vec![None; pending.len()];
         let mut set = JoinSet::new();
         for (i, p) in pending.into_iter().enumerate() {
@@ -506,29 +599,51 @@ impl Harness {
             on_done(&r);
             results[i] = Some(r);
         }
-        Ok(results.into_iter().map(|r| r.expect("every sample finished")).collect())
+        Ok(results
+            .into_iter()
+            .map(|r| r.expect("every sample finished"))
+            .collect())
     }
 
-    fn result(&self, job: &Job, judged: Judged, wall_s: f64, run: Option<&crate::runner::TestRun>) -> SampleResult {
+    fn result(
+        &self,
+        job: &Job,
+        judged: Judged,
+        wall_s: f64,
+        run: Option<&crate::runner::TestRun>,
+    ) -> SampleResult {
         build_result(job, judged, wall_s, run)
     }
 }
 
 /// The repository file of a task and the name to locate in it.
 fn original_source(task: &Task) -> Result<(String, String), HarnessError> {
-    let TaskKind::Repository { repo, file, function, .. } = &task.kind else {
+    let TaskKind::Repository {
+        repo,
+        file,
+        function,
+        ..
+    } = &task.kind
+    else {
         unreachable!("only repository tasks are patched")
     };
-    let text = std::fs::read_to_string(repo.join(file)).map_err(|source| HarnessError::Repository {
-        task: task.id.clone(),
-        source,
-    })?;
+    let text =
+        std::fs::read_to_string(repo.join(file)).map_err(|source| HarnessError::Repository {
+            task: task.id.clone(),
+            source,
+        })?;
     Ok((text, function.clone()))
 }
 
 /// The failure of a repository task whose file lacks its target.
 fn target_missing(task: &Task, loc: &Located) -> Option<Failure> {
-    let TaskKind::Repository { file, function, class, .. } = &task.kind else {
+    let TaskKind::Repository {
+        file,
+        function,
+        class,
+        ..
+    } = &task.kind
+    else {
         return None;
     };
     let found = match class {
@@ -555,7 +670,12 @@ fn target_missing(task: &Task, loc: &Located) -> Option<Failure> {
     })
 }
 
-fn build_result(job: &Job, judged: Judged, wall_s: f64, run: Option<&crate::runner::TestRun>) -> SampleResult {
+fn build_result(
+    job: &Job,
+    judged: Judged,
+    wall_s: f64,
+    run: Option<&crate::runner::TestRun>,
+) -> SampleResult {
     let taxonomy = if job.role == Role::Sample || job.role == Role::Wrong {
         let f = judged.failure.as_ref();
         taxonomy::classify(&Evidence {
@@ -613,7 +733,10 @@ impl Inner {
             Err(e) => Err(format!("cannot prepare {}: {e}", workdir.display())),
         };
         let (judged, run) = match outcome {
-            Ok(run) => (judge(run.ending, run.record.as_ref(), &run.output_tail), Some(run)),
+            Ok(run) => (
+                judge(run.ending, run.record.as_ref(), &run.output_tail),
+                Some(run),
+            ),
             Err(message) => (
                 Judged::without_tests(
                     Status::Infra,
@@ -628,7 +751,13 @@ impl Inner {
             ),
         };
         let _ = std::fs::remove_dir_all(&workdir);
-        build_result(&job, judged, t0.elapsed().as_secs_f64(), run.as_ref())
+        let waited = run.as_ref().map_or(0.0, |r| r.waited.as_secs_f64());
+        build_result(
+            &job,
+            judged,
+            (t0.elapsed().as_secs_f64() - waited).max(0.0),
+            run.as_ref(),
+        )
     }
 
     /// Write the sample's files into `workdir/src` and describe the pytest run.
@@ -643,7 +772,9 @@ impl Inner {
                 std::fs::write(src.join("pytest.ini"), "[pytest]\n")?;
                 (vec!["test_task.py".into()], vec!["solution.py".into()])
             }
-            TaskKind::Repository { repo, file, tests, .. } => {
+            TaskKind::Repository {
+                repo, file, tests, ..
+            } => {
                 copy_repo(repo, &src)?;
                 if let Some(patched) = &job.patched {
                     std::fs::write(src.join(file), patched)?;
@@ -669,7 +800,6 @@ impl Inner {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -680,7 +810,15 @@ mod tests {
         assert_eq!(p.limit(60.0, Some(1.0)), 6.0);
         assert_eq!(p.limit(60.0, Some(0.1)), 5.0, "at least the minimum");
         assert_eq!(p.limit(30.0, Some(20.0)), 30.0, "at most the task's bound");
-        assert_eq!(p.limit(3.0, Some(0.1)), 3.0, "the task's bound wins over the minimum");
-        assert_eq!(p.limit(60.0, None), 60.0, "no passing reference: the task's bound");
+        assert_eq!(
+            p.limit(3.0, Some(0.1)),
+            3.0,
+            "the task's bound wins over the minimum"
+        );
+        assert_eq!(
+            p.limit(60.0, None),
+            60.0,
+            "no passing reference: the task's bound"
+        );
     }
 }

@@ -126,7 +126,11 @@ fn exclusion(reference: Option<&SampleResult>) -> Option<String> {
         Some(f) => format!("{}: {}", f.kind, f.message.lines().next().unwrap_or("")),
         None => String::new(),
     };
-    Some(format!("reference solution: {} {why}", r.status.name()).trim().to_string())
+    Some(
+        format!("reference solution: {} {why}", r.status.name())
+            .trim()
+            .to_string(),
+    )
 }
 
 fn group<T: LabelValue>(rows: &[TaskRow], ks: &[u64], of: impl Fn(&Labels) -> T) -> Vec<GroupRow> {
@@ -137,7 +141,11 @@ fn group<T: LabelValue>(rows: &[TaskRow], ks: &[u64], of: impl Fn(&Labels) -> T)
             let pass_at = ks
                 .iter()
                 .map(|&k| {
-                    mean(members.iter().filter_map(|r| r.pass_at.iter().find(|p| p.k == k).map(|p| p.value)))
+                    mean(
+                        members
+                            .iter()
+                            .filter_map(|r| r.pass_at.iter().find(|p| p.k == k).map(|p| p.value)),
+                    )
                 })
                 .collect();
             GroupRow {
@@ -188,7 +196,10 @@ pub fn summarize(results: &[SampleResult], references: &[SampleResult]) -> Summa
             *st.entry(s.status).or_default() += 1;
             *statuses.entry(s.status).or_default() += 1;
         }
-        let judged: Vec<&&SampleResult> = samples.iter().filter(|s| s.status != Status::Infra).collect();
+        let judged: Vec<&&SampleResult> = samples
+            .iter()
+            .filter(|s| s.status != Status::Infra)
+            .collect();
         if judged.is_empty() {
             excluded.push(Excluded {
                 task_id: id.to_string(),
@@ -221,8 +232,11 @@ pub fn summarize(results: &[SampleResult], references: &[SampleResult]) -> Summa
         .iter()
         .map(|&k| PassAt {
             k,
-            value: mean(rows.iter().filter_map(|r| r.pass_at.iter().find(|p| p.k == k).map(|p| p.value)))
-                .unwrap_or(0.0),
+            value: mean(
+                rows.iter()
+                    .filter_map(|r| r.pass_at.iter().find(|p| p.k == k).map(|p| p.value)),
+            )
+            .unwrap_or(0.0),
         })
         .collect();
 
@@ -257,7 +271,10 @@ pub fn summarize(results: &[SampleResult], references: &[SampleResult]) -> Summa
         .chain(references.iter())
         .filter(|r| !r.cached && r.wall_s > 0.0 && r.status != Status::Infra)
         .collect();
-    let overheads: Vec<f64> = run.iter().map(|r| (r.wall_s - r.tests_s).max(0.0)).collect();
+    let overheads: Vec<f64> = run
+        .iter()
+        .map(|r| (r.wall_s - r.tests_s).max(0.0))
+        .collect();
     let timing = Timing {
         samples_run: run.len(),
         mean_wall_s: mean(run.iter().map(|r| r.wall_s)).unwrap_or(0.0),
@@ -348,7 +365,12 @@ mod tests {
         let mut results = Vec::new();
         // task a (training): 10 samples, 3 pass; task b (inference): 10 samples, 0 pass + 1 infra
         for i in 0..10 {
-            results.push(sample("a", i, if i < 3 { Status::Pass } else { Status::Fail }, Stage::Training));
+            results.push(sample(
+                "a",
+                i,
+                if i < 3 { Status::Pass } else { Status::Fail },
+                Stage::Training,
+            ));
             results.push(sample("b", i, Status::Fail, Stage::Inference));
         }
         results.push(sample("b", 10, Status::Infra, Stage::Inference));
@@ -356,7 +378,11 @@ mod tests {
         for i in 0..10 {
             results.push(sample("c", i, Status::Pass, Stage::Training));
         }
-        let refs = vec![reference("a", Status::Pass), reference("b", Status::Pass), reference("c", Status::Error)];
+        let refs = vec![
+            reference("a", Status::Pass),
+            reference("b", Status::Pass),
+            reference("c", Status::Error),
+        ];
         let s = summarize(&results, &refs);
         assert_eq!(s.tasks, 2);
         assert_eq!(s.ks, vec![1, 5, 10]);
@@ -371,7 +397,13 @@ mod tests {
         assert_eq!(s.statuses[&Status::Infra], 1);
         assert_eq!(s.statuses[&Status::Pass], 3, "task c is not counted");
         assert_eq!(s.excluded.len(), 1);
-        assert!(s.excluded[0].reason.contains("reference solution: error ImportError"), "{:?}", s.excluded);
+        assert!(
+            s.excluded[0]
+                .reason
+                .contains("reference solution: error ImportError"),
+            "{:?}",
+            s.excluded
+        );
         let training = s.by_stage.iter().find(|g| g.name == "training").unwrap();
         assert_eq!(training.tasks, 1);
         assert!((training.pass_at[0].unwrap() - 0.3).abs() < 1e-12);

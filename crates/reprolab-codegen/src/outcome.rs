@@ -181,7 +181,10 @@ impl Judged {
 /// How the test process ended, as the watchdog saw it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Ending {
-    Exited { code: Option<i32>, signal: Option<i32> },
+    Exited {
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
     Timeout,
     Memory,
     Output,
@@ -237,7 +240,10 @@ pub fn judge(ending: Ending, record: Option<&Value>, output_tail: &str) -> Judge
     }
     let tests: Vec<TestOutcome> =
         serde_json::from_value(record["tests"].clone()).unwrap_or_default();
-    let collect_errors = record["collect_errors"].as_array().cloned().unwrap_or_default();
+    let collect_errors = record["collect_errors"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let tests_s = record["tests_s"].as_f64().unwrap_or(0.0);
     let passed = tests.iter().filter(|t| t.outcome == "passed").count() as u32;
     let total = tests.iter().filter(|t| t.outcome != "skipped").count() as u32;
@@ -317,7 +323,11 @@ mod tests {
 
     #[test]
     fn all_passed_is_pass_and_skips_are_not_judged() {
-        let r = record(vec![test("t::a", "passed"), test("t::b", "passed"), test("t::c", "skipped")]);
+        let r = record(vec![
+            test("t::a", "passed"),
+            test("t::b", "passed"),
+            test("t::c", "skipped"),
+        ]);
         let j = judge(exited(), Some(&r), "");
         assert_eq!((j.status, j.passed, j.total), (Status::Pass, 2, 2));
         assert_eq!(j.failure, None);
@@ -326,11 +336,18 @@ mod tests {
 
     #[test]
     fn a_failed_test_is_fail_with_its_exception() {
-        let r = record(vec![test("t::a", "passed"), test("t::b", "failed"), test("t::c", "error")]);
+        let r = record(vec![
+            test("t::a", "passed"),
+            test("t::b", "failed"),
+            test("t::c", "error"),
+        ]);
         let j = judge(exited(), Some(&r), "");
         assert_eq!((j.status, j.passed, j.total), (Status::Fail, 1, 3));
         let f = j.failure.unwrap();
-        assert_eq!((f.kind.as_str(), f.nodeid.as_deref()), ("AssertionError", Some("t::b")));
+        assert_eq!(
+            (f.kind.as_str(), f.nodeid.as_deref()),
+            ("AssertionError", Some("t::b"))
+        );
     }
 
     #[test]
@@ -355,7 +372,10 @@ mod tests {
         let mut t = test("t::a", "failed");
         t["type"] = json!("MemoryError");
         t["oom"] = json!(true);
-        assert_eq!(judge(exited(), Some(&record(vec![t])), "").status, Status::Oom);
+        assert_eq!(
+            judge(exited(), Some(&record(vec![t])), "").status,
+            Status::Oom
+        );
     }
 
     #[test]
@@ -374,7 +394,11 @@ mod tests {
         assert!(f.message.contains("signal 11") && f.traceback.contains("Fatal"));
         let j = judge(exited(), Some(&record(vec![])), "");
         assert_eq!(j.failure.unwrap().kind, "NoTestsRan");
-        let j = judge(exited(), Some(&json!({"status": "no_result", "exit_code": 4})), "");
+        let j = judge(
+            exited(),
+            Some(&json!({"status": "no_result", "exit_code": 4})),
+            "",
+        );
         assert!(j.failure.unwrap().message.contains("exit code 4"));
     }
 }

@@ -61,7 +61,9 @@ pub struct Located {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PatchError {
     /// The repository file itself lacks the target: a problem of the task, not of the sample.
-    #[error("{file} defines no {what}; the task's `function`/`class` must name an existing definition")]
+    #[error(
+        "{file} defines no {what}; the task's `function`/`class` must name an existing definition"
+    )]
     TargetMissing { file: String, what: String },
     #[error("{file} does not parse: {message}")]
     OriginalSyntax { file: String, message: String },
@@ -204,7 +206,11 @@ pub fn splice(
                 .map(|s| s.to_string())
                 .collect();
             out.extend(insert);
-            out.extend(o_lines[target.end.min(o_lines.len())..].iter().map(|s| s.to_string()));
+            out.extend(
+                o_lines[target.end.min(o_lines.len())..]
+                    .iter()
+                    .map(|s| s.to_string()),
+            );
             Ok(join(out, trailing))
         }
         Some(cls) => {
@@ -267,7 +273,11 @@ pub fn splice(
                     .map(|s| s.to_string()),
             );
             out.extend(method);
-            out.extend(o_lines[target.end.min(o_lines.len())..].iter().map(|s| s.to_string()));
+            out.extend(
+                o_lines[target.end.min(o_lines.len())..]
+                    .iter()
+                    .map(|s| s.to_string()),
+            );
             Ok(join(out, trailing))
         }
     }
@@ -333,8 +343,16 @@ mod tests {
             ],
             methods: vec![],
         };
-        let out = splice("ops.py", ORIGINAL, &original("scale"), generated, &gen_loc, "scale", None)
-            .unwrap();
+        let out = splice(
+            "ops.py",
+            ORIGINAL,
+            &original("scale"),
+            generated,
+            &gen_loc,
+            "scale",
+            None,
+        )
+        .unwrap();
         assert_eq!(
             out,
             "import math\n\n\nimport torch\nEPS = 1e-6\ndef _helper(x):\n    return x\n\ndef scale(x):\n    return _helper(x) * 2\n\n\nclass Scaler:\n    def __init__(self, k):\n        self.k = k\n\n    @staticmethod\n    def apply(x,\n              k):\n        return x\n\n    def other(self):\n        return 1\n"
@@ -354,8 +372,16 @@ mod tests {
             ],
             methods: vec![],
         };
-        let out = splice("ops.py", ORIGINAL, &original("apply"), generated, &gen_loc, "apply", Some("Scaler"))
-            .unwrap();
+        let out = splice(
+            "ops.py",
+            ORIGINAL,
+            &original("apply"),
+            generated,
+            &gen_loc,
+            "apply",
+            Some("Scaler"),
+        )
+        .unwrap();
         assert_eq!(
             out,
             "import math\n\n\n@cache\ndef scale(x):\n    return x\n\n\nimport torch\n\n\nclass Scaler:\n    def __init__(self, k):\n        self.k = k\n\n    @staticmethod\n    def apply(x, k):\n        '''doc\n    more'''\n        return x * k\n\n    def other(self):\n        return 1\n"
@@ -364,7 +390,8 @@ mod tests {
 
     #[test]
     fn a_method_given_inside_its_class_replaces_decorators_too() {
-        let generated = "class Scaler:\n    @classmethod\n    def apply(cls, x, k):\n        return x + k\n";
+        let generated =
+            "class Scaler:\n    @classmethod\n    def apply(cls, x, k):\n        return x + k\n";
         let gen_loc = Located {
             error: None,
             error_type: None,
@@ -374,9 +401,22 @@ mod tests {
                 span: span(2, 3, 4, 4),
             }],
         };
-        let out = splice("ops.py", ORIGINAL, &original("apply"), generated, &gen_loc, "apply", Some("Scaler"))
-            .unwrap();
-        assert!(out.contains("    @classmethod\n    def apply(cls, x, k):\n        return x + k\n\n    def other"), "{out}");
+        let out = splice(
+            "ops.py",
+            ORIGINAL,
+            &original("apply"),
+            generated,
+            &gen_loc,
+            "apply",
+            Some("Scaler"),
+        )
+        .unwrap();
+        assert!(
+            out.contains(
+                "    @classmethod\n    def apply(cls, x, k):\n        return x + k\n\n    def other"
+            ),
+            "{out}"
+        );
         assert!(!out.contains("@staticmethod"));
     }
 
@@ -388,19 +428,46 @@ mod tests {
             toplevel: vec![],
             methods: vec![],
         };
-        let e = splice("ops.py", ORIGINAL, &original("scale"), "x = 1\n", &empty, "scale", None)
-            .unwrap_err();
-        assert_eq!(e.to_string(), "the generated code defines no top-level function `scale`");
-        let e = splice("ops.py", ORIGINAL, &empty, "def scale(): pass\n", &original("scale"), "scale", None)
-            .unwrap_err();
+        let e = splice(
+            "ops.py",
+            ORIGINAL,
+            &original("scale"),
+            "x = 1\n",
+            &empty,
+            "scale",
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the generated code defines no top-level function `scale`"
+        );
+        let e = splice(
+            "ops.py",
+            ORIGINAL,
+            &empty,
+            "def scale(): pass\n",
+            &original("scale"),
+            "scale",
+            None,
+        )
+        .unwrap_err();
         assert!(matches!(e, PatchError::TargetMissing { .. }), "{e}");
         let bad = Located {
             error: Some("SyntaxError: invalid syntax (line 1)".into()),
             error_type: Some("SyntaxError".into()),
             ..empty.clone()
         };
-        let e = splice("ops.py", ORIGINAL, &original("scale"), "def (", &bad, "scale", None)
-            .unwrap_err();
+        let e = splice(
+            "ops.py",
+            ORIGINAL,
+            &original("scale"),
+            "def (",
+            &bad,
+            "scale",
+            None,
+        )
+        .unwrap_err();
         assert!(matches!(e, PatchError::GeneratedSyntax { ref kind, .. } if kind == "SyntaxError"));
     }
 

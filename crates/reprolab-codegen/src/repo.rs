@@ -110,7 +110,10 @@ mod tests {
         assert_eq!(h1, content_hash(&repo).unwrap(), "caches do not count");
         let copy = d.path().join("copy");
         copy_repo(&repo, &copy).unwrap();
-        assert_eq!(std::fs::read_to_string(copy.join("pkg/a.py")).unwrap(), "x = 1\n");
+        assert_eq!(
+            std::fs::read_to_string(copy.join("pkg/a.py")).unwrap(),
+            "x = 1\n"
+        );
         assert!(!copy.join(".git").exists() && !copy.join("pkg/__pycache__").exists());
         std::fs::write(repo.join("pkg/a.py"), "x = 2\n").unwrap();
         assert_ne!(h1, content_hash(&repo).unwrap());

@@ -48,7 +48,11 @@ fn group_table(caption: &str, first: &str, rows: &[GroupRow], ks: &[u64]) -> Tab
         rows: rows
             .iter()
             .map(|g| {
-                let mut r: Vec<Cell> = vec![g.title.clone().into(), g.tasks.to_string().into(), g.samples.to_string().into()];
+                let mut r: Vec<Cell> = vec![
+                    g.title.clone().into(),
+                    g.tasks.to_string().into(),
+                    g.samples.to_string().into(),
+                ];
                 r.extend(g.pass_at.iter().map(|p| Cell::from(opt_pct(*p))));
                 r.push(opt_pct(g.partial).into());
                 r
@@ -89,7 +93,8 @@ pub fn build(title: &str, info: &RunInfo, s: &Summary) -> Report {
          limits: {}, {} MiB of memory, {} MiB of output. Started {}{}.",
         info.tasks_file,
         info.source,
-        info.samples.map_or("all in the file".into(), |n| n.to_string()),
+        info.samples
+            .map_or("all in the file".into(), |n| n.to_string()),
         info.temperature.map_or("–".into(), |t| t.to_string()),
         info.mode,
         info.workers,
@@ -97,7 +102,11 @@ pub fn build(title: &str, info: &RunInfo, s: &Summary) -> Report {
         info.memory_mb,
         info.output_mb,
         info.started_at,
-        if info.finished_at.is_empty() { String::new() } else { format!(", finished {}", info.finished_at) },
+        if info.finished_at.is_empty() {
+            String::new()
+        } else {
+            format!(", finished {}", info.finished_at)
+        },
     )];
     paragraphs.push(
         "pass@k is the unbiased estimator 1 − C(n−c, k)/C(n, k) averaged over tasks, reported for the k that \
@@ -127,7 +136,12 @@ pub fn build(title: &str, info: &RunInfo, s: &Summary) -> Report {
     };
     let status_bars: Vec<(String, f64)> = Status::ALL
         .iter()
-        .map(|st| (st.name().to_string(), s.statuses.get(st).copied().unwrap_or(0) as f64))
+        .map(|st| {
+            (
+                st.name().to_string(),
+                s.statuses.get(st).copied().unwrap_or(0) as f64,
+            )
+        })
         .collect();
     sections.push(Section {
         heading: "Overall".into(),
@@ -149,9 +163,30 @@ pub fn build(title: &str, info: &RunInfo, s: &Summary) -> Report {
 
     // Tables 3–5
     for (heading, caption, first, rows, name, title) in [
-        ("By stage", "pass@k by pipeline stage (Deep-Bench Table 3)", "stage", &s.by_stage, "by_stage", "by stage"),
-        ("By task", "pass@k by ML task (Deep-Bench Table 4)", "task", &s.by_task, "by_task", "by task"),
-        ("By data type", "pass@k by input data type (Deep-Bench Table 5)", "data", &s.by_data, "by_data", "by data type"),
+        (
+            "By stage",
+            "pass@k by pipeline stage (Deep-Bench Table 3)",
+            "stage",
+            &s.by_stage,
+            "by_stage",
+            "by stage",
+        ),
+        (
+            "By task",
+            "pass@k by ML task (Deep-Bench Table 4)",
+            "task",
+            &s.by_task,
+            "by_task",
+            "by task",
+        ),
+        (
+            "By data type",
+            "pass@k by input data type (Deep-Bench Table 5)",
+            "data",
+            &s.by_data,
+            "by_data",
+            "by data type",
+        ),
     ] {
         sections.push(Section {
             heading: heading.into(),
@@ -168,10 +203,18 @@ pub fn build(title: &str, info: &RunInfo, s: &Summary) -> Report {
         let first = last_cat != Some(t.category);
         last_cat = Some(t.category);
         tax_rows.push(vec![
-            Cell::from(if first { t.category_title.clone() } else { String::new() }),
+            Cell::from(if first {
+                t.category_title.clone()
+            } else {
+                String::new()
+            }),
             t.subtype_title.clone().into(),
             t.count.to_string().into(),
-            Cell::from(if first { t.category_total.to_string() } else { String::new() }),
+            Cell::from(if first {
+                t.category_total.to_string()
+            } else {
+                String::new()
+            }),
         ]);
     }
     let mut cats: Vec<(String, f64)> = Vec::new();
@@ -229,12 +272,16 @@ pub fn build(title: &str, info: &RunInfo, s: &Summary) -> Report {
         .map(|t| {
             let mut r: Vec<Cell> = vec![
                 t.task_id.clone().into(),
-                crate::task::LabelValue::name(t.labels.stage).to_string().into(),
+                crate::task::LabelValue::name(t.labels.stage)
+                    .to_string()
+                    .into(),
                 t.n.to_string().into(),
                 t.c.to_string().into(),
             ];
             r.extend(s.ks.iter().map(|k| {
-                Cell::from(opt_pct(t.pass_at.iter().find(|p| p.k == *k).map(|p| p.value)))
+                Cell::from(opt_pct(
+                    t.pass_at.iter().find(|p| p.k == *k).map(|p| p.value),
+                ))
             }));
             r.push(pct(t.partial).into());
             r.push(

@@ -43,7 +43,13 @@ pub fn read_results(path: &Path) -> Result<Vec<SampleResult>, String> {
         match serde_json::from_str(l) {
             Ok(r) => out.push(r),
             Err(_) if i + 1 == lines.len() => {}
-            Err(e) => return Err(format!("{}:{}: not a codegen result: {e}", path.display(), i + 1)),
+            Err(e) => {
+                return Err(format!(
+                    "{}:{}: not a codegen result: {e}",
+                    path.display(),
+                    i + 1
+                ));
+            }
         }
     }
     Ok(out)
@@ -58,7 +64,13 @@ pub fn write_run_info(dir: &Path, info: &RunInfo) -> Result<(), String> {
 pub fn read_run_info(dir: &Path) -> Result<RunInfo, String> {
     let path = dir.join(RUN_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| {
-        io(&path, format!("{e} (is {} the --out directory of a `codegen run`?)", dir.display()))
+        io(
+            &path,
+            format!(
+                "{e} (is {} the --out directory of a `codegen run`?)",
+                dir.display()
+            ),
+        )
     })?;
     serde_json::from_str(&text).map_err(|e| io(&path, e))
 }

@@ -81,6 +81,9 @@ pub struct TestRun {
     pub record: Option<Value>,
     pub peak_mb: u64,
     pub elapsed: Duration,
+    /// Time spent waiting for a runner to be ready (a warm runner still importing torch):
+    /// not the sample's cost.
+    pub waited: Duration,
     pub output_tail: String,
 }
 
@@ -93,6 +96,7 @@ fn finish(req: &TestRequest, ending: Ending, peak_mb: u64, elapsed: Duration) ->
         record,
         peak_mb,
         elapsed,
+        waited: Duration::ZERO,
         output_tail: read_tail(&req.output_path(), OUTPUT_TAIL_BYTES),
     }
 }
@@ -130,7 +134,11 @@ impl Backend {
     /// Start-up time of the warm workers (their imports), for the benchmark.
     pub fn import_times(&self) -> Vec<f64> {
         match self {
-            Backend::Warm(pool) => pool.import_times.lock().map(|v| v.clone()).unwrap_or_default(),
+            Backend::Warm(pool) => pool
+                .import_times
+                .lock()
+                .map(|v| v.clone())
+                .unwrap_or_default(),
             Backend::Fresh(_) => Vec::new(),
         }
     }
@@ -198,8 +206,12 @@ impl WarmPool {
             "memory_mb": req.limits.memory_mb, "max_procs": req.max_procs,
         });
         let mut last_error = String::new();
+        let mut waited = Duration::ZERO;
         for _attempt in 0..2 {
-            let mut worker = match self.take().await {
+            let t = Instant::now();
+            let taken = self.take().await;
+            waited += t.elapsed();
+            let mut worker = match taken {
                 Ok(w) => w,
                 Err(e) => {
                     // Keep the pool's size: try again in the background for the next job.
@@ -209,7 +221,13 @@ impl WarmPool {
             };
             let _ = std::fs::remove_file(req.result_path());
             let forked = worker
-                .run_forked(&msg, &req.id, &req.limits, &req.output_path(), MemoryMeasure::Private)
+                .run_forked(
+                    &msg,
+                    &req.id,
+                    &req.limits,
+                    &req.output_path(),
+                    MemoryMeasure::Private,
+                )
                 .await;
             match forked {
                 Ok(f) => {
@@ -220,7 +238,14 @@ impl WarmPool {
                         self.replace();
                     }
                     let (code, signal) = f.exit.map_or((None, None), |e| (e.code, e.signal));
-                    return Ok(finish(req, ending_of(f.violation, code, signal), f.peak_mb, f.elapsed));
+                    let mut run = finish(
+                        req,
+                        ending_of(f.violation, code, signal),
+                        f.peak_mb,
+                        f.elapsed,
+                    );
+                    run.waited = waited;
+                    return Ok(run);
                 }
                 Err(e) => {
                     tracing::warn!("a warm pytest runner failed, replacing it: {e}");
@@ -264,17 +289,16 @@ impl FreshRunner {
     }
 
     async fn run(&self, req: &TestRequest) -> Result<TestRun, String> {
+        let t = Instant::now();
         let _slot = self.slots.acquire().await.map_err(|e| e.to_string())?;
+        let waited = t.elapsed();
         let _ = std::fs::remove_file(req.result_path());
         let output = req.output_path();
         let (out, err) = std::fs::File::create(&output)
             .and_then(|f| Ok((f.try_clone()?, f)))
             .map_err(|e| format!("cannot create {}: {e}", output.display()))?;
-        let mut argv: Vec<OsString> = vec![
-            self.env.python.clone().into(),
-            "-m".into(),
-            "pytest".into(),
-        ];
+        let mut argv: Vec<OsString> =
+            vec![self.env.python.clone().into(), "-m".into(), "pytest".into()];
         argv.extend(req.pytest_args().into_iter().map(OsString::from));
         argv.extend(["-p", "reprolab.codegen_plugin", "--reprolab-result"].map(OsString::from));
         argv.push(req.result_path().into());
@@ -317,12 +341,14 @@ impl FreshRunner {
             Some(Ok(status)) => (status.code(), status.signal()),
             _ => (None, None),
         };
-        Ok(finish(
+        let mut run = finish(
             req,
             ending_of(sup.violation, code, signal),
             sup.peak_rss_mb,
             sup.elapsed,
-        ))
+        );
+        run.waited = waited;
+        Ok(run)
     }
 }
 
@@ -375,7 +401,9 @@ impl AstHelper {
     pub async fn parse(&self, sources: &[String]) -> Result<Vec<(bool, Option<String>)>, String> {
         let mut out = Vec::with_capacity(sources.len());
         for chunk in sources.chunks(HELPER_BATCH) {
-            let v = self.ask("parse", json!({ "sources": chunk }), "parsed").await?;
+            let v = self
+                .ask("parse", json!({ "sources": chunk }), "parsed")
+                .await?;
             let ok = v["ok"].as_array().cloned().unwrap_or_default();
             let errors = v["errors"].as_array().cloned().unwrap_or_default();
             if ok.len() != chunk.len() {
@@ -403,7 +431,9 @@ impl AstHelper {
                 .iter()
                 .map(|(source, function)| json!({"source": source, "function": function}))
                 .collect();
-            let v = self.ask("locate", json!({ "items": body }), "located").await?;
+            let v = self
+                .ask("locate", json!({ "items": body }), "located")
+                .await?;
             let results: Vec<Located> = serde_json::from_value(v["results"].clone())
                 .map_err(|e| format!("the Python helper's locate answer is malformed: {e}"))?;
             if results.len() != chunk.len() {

@@ -401,9 +401,8 @@ fn is_identifier(s: &str) -> bool {
 
 fn is_task_id(s: &str) -> bool {
     !s.is_empty()
-        && s.chars().all(|c| {
-            c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '/' | '-')
-        })
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '/' | '-'))
 }
 
 /// A relative path that stays inside its base (no `..`, not absolute).
@@ -440,7 +439,10 @@ const REPOSITORY_FIELDS: &[&str] = &[
 
 fn read_labels(f: &mut Fields) -> Option<Labels> {
     let Some(v) = f.obj.get("labels") else {
-        f.issue("labels", "missing; expected {\"stage\", \"task\", \"data\"}");
+        f.issue(
+            "labels",
+            "missing; expected {\"stage\", \"task\", \"data\"}",
+        );
         return None;
     };
     let Value::Object(obj) = v else {
@@ -490,7 +492,10 @@ fn read_labels(f: &mut Fields) -> Option<Labels> {
         if v.is_none() {
             f.issue(
                 "labels.task",
-                format!("found {s:?}, expected one of: {}", label_names::<TaskType>()),
+                format!(
+                    "found {s:?}, expected one of: {}",
+                    label_names::<TaskType>()
+                ),
             );
         }
         v
@@ -500,7 +505,10 @@ fn read_labels(f: &mut Fields) -> Option<Labels> {
         if v.is_none() {
             f.issue(
                 "labels.data",
-                format!("found {s:?}, expected one of: {}", label_names::<DataType>()),
+                format!(
+                    "found {s:?}, expected one of: {}",
+                    label_names::<DataType>()
+                ),
             );
         }
         v
@@ -642,7 +650,10 @@ fn read_repository(f: &mut Fields, base: &Path) -> Option<TaskKind> {
         } else if !dir.join(file).is_file() {
             f.issue(
                 "file",
-                format!("{} does not exist in the repository", dir.join(file).display()),
+                format!(
+                    "{} does not exist in the repository",
+                    dir.join(file).display()
+                ),
             );
         }
     }
@@ -665,7 +676,10 @@ fn read_repository(f: &mut Fields, base: &Path) -> Option<TaskKind> {
             {
                 f.issue(
                     &format!("tests[{i}]"),
-                    format!("{} does not exist in the repository", dir.join(path).display()),
+                    format!(
+                        "{} does not exist in the repository",
+                        dir.join(path).display()
+                    ),
                 );
             }
         }
@@ -723,7 +737,9 @@ pub fn parse_tasks(text: &str, file: &Path) -> Result<Vec<Task>, FileError> {
             } else if let Some(first) = seen.get(id) {
                 f.issue(
                     "id",
-                    format!("{id:?} is already the id of the task on line {first}; ids must be unique"),
+                    format!(
+                        "{id:?} is already the id of the task on line {first}; ids must be unique"
+                    ),
                 );
             } else {
                 seen.insert(id.clone(), line);
@@ -740,8 +756,14 @@ pub fn parse_tasks(text: &str, file: &Path) -> Result<Vec<Task>, FileError> {
             f.unknown_fields(FUNCTION_FIELDS);
             read_function(&mut f)
         };
-        if let (Some(id), Some(prompt), Some(labels), Some(requirements), Some(timeout_s), Some(kind)) =
-            (id, prompt, labels, requirements, timeout_s, kind)
+        if let (
+            Some(id),
+            Some(prompt),
+            Some(labels),
+            Some(requirements),
+            Some(timeout_s),
+            Some(kind),
+        ) = (id, prompt, labels, requirements, timeout_s, kind)
         {
             tasks.push(Task {
                 id,
@@ -772,9 +794,8 @@ pub fn parse_tasks(text: &str, file: &Path) -> Result<Vec<Task>, FileError> {
 
 /// Read and check a task file.
 pub fn load_tasks(path: &Path) -> Result<Vec<Task>, FileError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        FileError::single(path, 0, "", format!("cannot read the task file: {e}"))
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| FileError::single(path, 0, "", format!("cannot read the task file: {e}")))?;
     parse_tasks(&text, path)
 }
 
@@ -864,11 +885,28 @@ mod tests {
         let e = parse(&[function_task("ok"), bad]).unwrap_err();
         let m = messages(&e);
         let has = |needle: &str| m.iter().any(|x| x.contains(needle));
-        assert!(has("/nowhere/tasks.jsonl:2: field `id`: found \"Bad Id\", expected lowercase"), "{m:#?}");
-        assert!(has("field `labels.stage`: found \"pretraining\", expected one of: pre_post_processing"), "{m:#?}");
-        assert!(has("field `timeout_s`: found -1, expected seconds"), "{m:#?}");
-        assert!(has("field `requirements[0]`: found \"tensorflow\""), "{m:#?}");
-        assert!(has("field `entry_point`: found the number 3, expected a string"), "{m:#?}");
+        assert!(
+            has("/nowhere/tasks.jsonl:2: field `id`: found \"Bad Id\", expected lowercase"),
+            "{m:#?}"
+        );
+        assert!(
+            has(
+                "field `labels.stage`: found \"pretraining\", expected one of: pre_post_processing"
+            ),
+            "{m:#?}"
+        );
+        assert!(
+            has("field `timeout_s`: found -1, expected seconds"),
+            "{m:#?}"
+        );
+        assert!(
+            has("field `requirements[0]`: found \"tensorflow\""),
+            "{m:#?}"
+        );
+        assert!(
+            has("field `entry_point`: found the number 3, expected a string"),
+            "{m:#?}"
+        );
         assert!(has("field `timeot_s`: unknown field"), "{m:#?}");
         assert!(e.to_string().starts_with("6 problems:"), "{e}");
     }
@@ -878,17 +916,34 @@ mod tests {
         let text = "{\"id\": \"a\"}\nnot json\n[1]\n";
         let e = parse_tasks(text, Path::new("t.jsonl")).unwrap_err();
         let m = messages(&e);
-        assert!(m.iter().any(|x| x == "t.jsonl:1: field `prompt`: missing; expected a string"), "{m:#?}");
-        assert!(m.iter().any(|x| x.starts_with("t.jsonl:1: field `labels`: missing")), "{m:#?}");
-        assert!(m.iter().any(|x| x.starts_with("t.jsonl:2: not valid JSON")), "{m:#?}");
-        assert!(m.iter().any(|x| x == "t.jsonl:3: found an array of 1, expected a task object"), "{m:#?}");
+        assert!(
+            m.iter()
+                .any(|x| x == "t.jsonl:1: field `prompt`: missing; expected a string"),
+            "{m:#?}"
+        );
+        assert!(
+            m.iter()
+                .any(|x| x.starts_with("t.jsonl:1: field `labels`: missing")),
+            "{m:#?}"
+        );
+        assert!(
+            m.iter().any(|x| x.starts_with("t.jsonl:2: not valid JSON")),
+            "{m:#?}"
+        );
+        assert!(
+            m.iter()
+                .any(|x| x == "t.jsonl:3: found an array of 1, expected a task object"),
+            "{m:#?}"
+        );
     }
 
     #[test]
     fn duplicate_ids_name_the_first_line() {
         let e = parse(&[function_task("a"), function_task("a")]).unwrap_err();
         assert!(
-            e.issues[0].message.contains("already the id of the task on line 1"),
+            e.issues[0]
+                .message
+                .contains("already the id of the task on line 1"),
             "{e}"
         );
         assert_eq!(e.issues[0].line, 2);
@@ -921,9 +976,21 @@ mod tests {
         std::fs::write(&path, format!("{good}\n{bad}\n")).unwrap();
         let e = load_tasks(&path).unwrap_err();
         let m = messages(&e);
-        assert!(m.iter().any(|x| x.contains(":2: field `file`: found \"../ops.py\"")), "{m:#?}");
-        assert!(m.iter().any(|x| x.contains(":2: field `tests[0]`:") && x.contains("does not exist")), "{m:#?}");
-        assert!(m.iter().any(|x| x.contains(":2: field `class`: found \"1Bad\"")), "{m:#?}");
+        assert!(
+            m.iter()
+                .any(|x| x.contains(":2: field `file`: found \"../ops.py\"")),
+            "{m:#?}"
+        );
+        assert!(
+            m.iter()
+                .any(|x| x.contains(":2: field `tests[0]`:") && x.contains("does not exist")),
+            "{m:#?}"
+        );
+        assert!(
+            m.iter()
+                .any(|x| x.contains(":2: field `class`: found \"1Bad\"")),
+            "{m:#?}"
+        );
         assert_eq!(m.len(), 3, "line 1 is fine: {m:#?}");
 
         std::fs::write(&path, format!("{good}\n")).unwrap();
@@ -931,15 +998,30 @@ mod tests {
         assert!(tasks[0].is_repository());
         let fp = tasks[0].fingerprint().unwrap();
         std::fs::write(dir.path().join("repo/tests/test_ops.py"), "# changed\n").unwrap();
-        assert_ne!(fp, tasks[0].fingerprint().unwrap(), "the repository is part of the key");
+        assert_ne!(
+            fp,
+            tasks[0].fingerprint().unwrap(),
+            "the repository is part of the key"
+        );
     }
 
     #[test]
     fn select_by_id_and_prefix() {
-        let tasks = parse(&[function_task("pre/a"), function_task("pre/b"), function_task("train/c")]).unwrap();
+        let tasks = parse(&[
+            function_task("pre/a"),
+            function_task("pre/b"),
+            function_task("train/c"),
+        ])
+        .unwrap();
         let ids = |v: Vec<Task>| v.into_iter().map(|t| t.id).collect::<Vec<_>>();
-        assert_eq!(ids(select(tasks.clone(), &["pre/*".into()]).unwrap()), ["pre/a", "pre/b"]);
-        assert_eq!(ids(select(tasks.clone(), &["train/c".into()]).unwrap()), ["train/c"]);
+        assert_eq!(
+            ids(select(tasks.clone(), &["pre/*".into()]).unwrap()),
+            ["pre/a", "pre/b"]
+        );
+        assert_eq!(
+            ids(select(tasks.clone(), &["train/c".into()]).unwrap()),
+            ["train/c"]
+        );
         let e = select(tasks, &["nope".into()]).unwrap_err();
         assert!(e.contains("matches no task") && e.contains("pre/a"), "{e}");
     }

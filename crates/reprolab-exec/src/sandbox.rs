@@ -190,14 +190,16 @@ pub fn group_rss_mb(pgid: i32) -> u64 {
 pub fn group_private_mb(pgid: i32) -> u64 {
     let kb: u64 = group_pids(pgid)
         .into_iter()
-        .map(|pid| match std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) {
-            Ok(text) => text
-                .lines()
-                .filter(|l| l.starts_with("Private_Clean:") || l.starts_with("Private_Dirty:"))
-                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-                .sum(),
-            Err(_) => process_rss_mb(pid) * 1024,
-        })
+        .map(
+            |pid| match std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) {
+                Ok(text) => text
+                    .lines()
+                    .filter(|l| l.starts_with("Private_Clean:") || l.starts_with("Private_Dirty:"))
+                    .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                    .sum(),
+                Err(_) => process_rss_mb(pid) * 1024,
+            },
+        )
         .sum();
     kb / 1024
 }

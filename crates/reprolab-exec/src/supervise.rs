@@ -88,27 +88,43 @@ pub async fn supervise_with<T>(
     let timeout = Duration::from_secs_f64(limits.timeout_s);
     let output_cap = limits.output_mb * 1024 * 1024;
     let mut peak = 0u64;
+    // Measuring memory scans /proc and, for private memory, walks every process's page tables:
+    // for a group of hundreds of processes that takes seconds. It runs on a blocking thread
+    // while this loop keeps checking time and output every POLL, so a slow measurement delays
+    // neither a timeout nor any other evaluation's watchdog.
+    let mut measuring: Option<tokio::task::JoinHandle<u64>> = None;
     tokio::pin!(done);
     let violation = loop {
         tokio::select! {
             v = &mut done => {
+                if let Some(h) = measuring.take() {
+                    h.abort();
+                }
                 return Supervised { done: Some(v), violation: None, peak_rss_mb: peak, elapsed: start.elapsed() };
             }
             _ = tokio::time::sleep(POLL) => {
-                let rss = memory.measure(pgid);
-                peak = peak.max(rss);
                 if start.elapsed() > timeout {
                     break Violation::Timeout;
-                }
-                if rss > limits.memory_mb {
-                    break Violation::Memory;
                 }
                 if std::fs::metadata(output).is_ok_and(|m| m.len() > output_cap) {
                     break Violation::Output;
                 }
+                if measuring.as_ref().is_some_and(|h| h.is_finished()) {
+                    let rss = measuring.take().expect("checked").await.unwrap_or(0);
+                    peak = peak.max(rss);
+                    if rss > limits.memory_mb {
+                        break Violation::Memory;
+                    }
+                }
+                if measuring.is_none() {
+                    measuring = Some(tokio::task::spawn_blocking(move || memory.measure(pgid)));
+                }
             }
         }
     };
+    if let Some(h) = measuring.take() {
+        h.abort();
+    }
     tracing::debug!(
         pgid,
         ?violation,

@@ -164,7 +164,12 @@ pub fn boxplot_in(
 /// A horizontal bar chart: one bar per `(label, value)`, the value written at its end. Bars are
 /// horizontal so that long labels (failure categories, task ids) stay readable. The axis runs
 /// from 0 to `max` (default: the largest value); negative and non-finite values draw no bar.
-pub fn bar_chart(title: &str, value_label: &str, bars: &[(String, f64)], max: Option<f64>) -> String {
+pub fn bar_chart(
+    title: &str,
+    value_label: &str,
+    bars: &[(String, f64)],
+    max: Option<f64>,
+) -> String {
     let label_w = bars
         .iter()
         .map(|(l, _)| l.chars().count())
@@ -181,7 +186,9 @@ pub fn bar_chart(title: &str, value_label: &str, bars: &[(String, f64)], max: Op
         .map(|(_, v)| *v)
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
-    let max = max.filter(|m| *m > 0.0).unwrap_or(if largest > 0.0 { largest } else { 1.0 });
+    let max = max
+        .filter(|m| *m > 0.0)
+        .unwrap_or(if largest > 0.0 { largest } else { 1.0 });
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
          <text x=\"{}\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n",
@@ -254,7 +261,11 @@ mod tests {
         let svg = bar_chart(
             "pass@1 <by stage>",
             "pass@1",
-            &[("training".into(), 0.5), ("inference".into(), 1.0), ("none".into(), f64::NAN)],
+            &[
+                ("training".into(), 0.5),
+                ("inference".into(), 1.0),
+                ("none".into(), f64::NAN),
+            ],
             Some(1.0),
         );
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));

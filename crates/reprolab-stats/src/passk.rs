@@ -62,7 +62,10 @@ mod tests {
         // n=10, c=3, k=5: 1 − C(7,5)/C(10,5) = 1 − 21/252
         assert!(close(pass_at_k(10, 3, 5).unwrap(), 1.0 - 21.0 / 252.0));
         // n=20, c=4, k=10: 1 − C(16,10)/C(20,10) = 1 − 8008/184756
-        assert!(close(pass_at_k(20, 4, 10).unwrap(), 1.0 - 8008.0 / 184_756.0));
+        assert!(close(
+            pass_at_k(20, 4, 10).unwrap(),
+            1.0 - 8008.0 / 184_756.0
+        ));
         // n=5, c=1, k=2: 1 − C(4,2)/C(5,2) = 1 − 6/10
         assert!(close(pass_at_k(5, 1, 2).unwrap(), 0.4));
         // n=10, c=1, k=10: every draw holds the correct sample
@@ -84,7 +87,10 @@ mod tests {
                         1.0 - binom(n - c, k) as f64 / binom(n, k) as f64
                     };
                     let got = pass_at_k(n, c, k).unwrap();
-                    assert!((got - exact).abs() < 1e-9, "n={n} c={c} k={k}: {got} vs {exact}");
+                    assert!(
+                        (got - exact).abs() < 1e-9,
+                        "n={n} c={c} k={k}: {got} vs {exact}"
+                    );
                 }
             }
         }

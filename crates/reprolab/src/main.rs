@@ -42,6 +42,7 @@ fn main() -> ExitCode {
                 commands::bench_localize::run(g, a).await
             }
             Command::Localize(a) => commands::localize::run(g, a).await,
+            Command::Codegen(c) => commands::codegen::run(g, c).await,
         }
     });
     match result {
@@ -62,7 +63,7 @@ fn init_tracing(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("REPROLAB_LOG").unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(format!(
-            "reprolab={level},reprolab_exec={level},reprolab_store={level},warn"
+            "reprolab={level},reprolab_exec={level},reprolab_store={level},reprolab_codegen={level},warn"
         ))
     });
     tracing_subscriber::fmt()
