@@ -21,7 +21,11 @@ edited by hand. Each task lives in one `src/<stage>/<name>.task` file, split int
 The prompt is derived from the reference so that the two can never disagree: the import lines
 plus the entry point's `def`/`class` line(s) down to the end of its docstring.
 
-Usage: python build_tasks.py [--check]   (--check: fail if tasks.jsonl is not up to date)
+Repository-level tasks are listed in src/repo/tasks.toml and written to repo-tasks.jsonl; their
+prompts are derived from the repository file in the same way (plus, for a method, the enclosing
+class with its other methods).
+
+Usage: python build_tasks.py [--check]   (--check: fail if the JSONL files are not up to date)
 """
 
 from __future__ import annotations
@@ -37,6 +41,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SRC = HERE / "src"
 OUT = HERE / "tasks.jsonl"
+REPO_SPEC = SRC / "repo" / "tasks.toml"
+REPO_OUT = HERE / "repo-tasks.jsonl"
+CATALOGUE_OUT = HERE / "TASKS.md"
+STAGES = ("pre_post_processing", "model_construction", "training", "inference", "evaluation")
+TASK_TYPES = ("classification", "regression", "object_detection", "image_segmentation",
+              "time_series", "recommendation", "general")
+DATA_TYPES = ("image", "text", "structured_array", "others")
+REPO_KEYS = ("id", "repo", "file", "function", "tests", "stage", "task", "data", "requirements")
 
 SECTION_RE = re.compile(r"^# %% (meta|reference|prompt|test|wrong)(?::\s*(.*))?$")
 EDIT_RE = re.compile(r"^<<<<\n(.*?)\n====\n(.*?)^>>>>$", re.S | re.M)
@@ -149,6 +161,119 @@ def build_task(path: Path) -> dict:
     return task
 
 
+def _header_through_docstring(lines: list[str], node, path: Path) -> str:
+    doc = node.body[0] if node.body else None
+    if not (isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)
+            and isinstance(doc.value.value, str)):
+        raise TaskSourceError(f"{path}: '{node.name}' has no docstring")
+    start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    return "\n".join(lines[start - 1 : doc.end_lineno])
+
+
+def derive_repo_prompt(spec: dict, source: str, path: Path) -> str:
+    """Comment naming the file + imports + (class context) + target signature and docstring."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    imports = "\n".join(
+        ast.get_source_segment(source, n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+    )
+    cls_name, fn_name = spec.get("class"), spec["function"]
+    what = f"method `{cls_name}.{fn_name}`" if cls_name else f"function `{fn_name}`"
+    comment = f"# Repository {Path(spec['repo']).name}, file {spec['file']}: implement the {what}."
+    if spec.get("note"):
+        comment += f"\n# {spec['note']}"
+    if cls_name is None:
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == fn_name:
+                return f"{comment}\n{imports}\n\n\n{_header_through_docstring(lines, node, path)}\n"
+        raise TaskSourceError(f"{path}: no top-level function '{fn_name}'")
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cls_name:
+            parts = [_header_through_docstring(lines, node, path)]
+            target = None
+            for member in node.body[1:]:
+                if isinstance(member, ast.FunctionDef) and member.name == fn_name:
+                    target = member
+                elif isinstance(member, ast.FunctionDef):
+                    start = min([member.lineno] + [d.lineno for d in member.decorator_list])
+                    parts.append("\n".join(lines[start - 1 : member.end_lineno]))
+            if target is None:
+                raise TaskSourceError(f"{path}: class '{cls_name}' has no method '{fn_name}'")
+            parts.append(_header_through_docstring(lines, target, path))
+            return f"{comment}\n{imports}\n\n\n" + "\n\n".join(parts) + "\n"
+    raise TaskSourceError(f"{path}: no class '{cls_name}'")
+
+
+def build_repo_tasks() -> str:
+    try:
+        specs = tomllib.loads(REPO_SPEC.read_text())["task"]
+    except (tomllib.TOMLDecodeError, KeyError) as e:
+        raise TaskSourceError(f"{REPO_SPEC}: expected [[task]] tables: {e}") from e
+    out = []
+    for spec in specs:
+        missing = [k for k in REPO_KEYS if k not in spec]
+        if missing:
+            raise TaskSourceError(f"{REPO_SPEC}: task {spec.get('id', '?')} lacks {missing}")
+        path = HERE / spec["repo"] / spec["file"]
+        if not path.is_file():
+            raise TaskSourceError(f"{REPO_SPEC}: task {spec['id']}: {path} does not exist")
+        task = {"id": spec["id"], "repo": spec["repo"], "file": spec["file"], "function": spec["function"]}
+        if spec.get("class"):
+            task["class"] = spec["class"]
+        task["tests"] = spec["tests"]
+        task["prompt"] = derive_repo_prompt(spec, path.read_text(), path)
+        task["labels"] = {"stage": spec["stage"], "task": spec["task"], "data": spec["data"]}
+        task["requirements"] = spec["requirements"]
+        if "timeout_s" in spec:
+            task["timeout_s"] = spec["timeout_s"]
+        out.append(json.dumps(task, ensure_ascii=False) + "\n")
+    return "".join(out)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def build_catalogue(tasks_jsonl: str, repo_jsonl: str) -> str:
+    """TASKS.md: label counts and one row per task, generated so it cannot drift from the set."""
+    tasks = [json.loads(line) for line in tasks_jsonl.splitlines()]
+    repo_tasks = [json.loads(line) for line in repo_jsonl.splitlines()]
+    out = ["# Codegen task catalogue", "",
+           "Generated by `build_tasks.py` from `src/`; do not edit by hand.", "",
+           f"{len(tasks)} function-level tasks with {sum(len(t['wrong']) for t in tasks)} "
+           f"wrong solutions, and {len(repo_tasks)} repository-level tasks.", ""]
+    out += ["| stage \\ task | " + " | ".join(TASK_TYPES) + " | total |",
+            "|---|" + "---|" * (len(TASK_TYPES) + 1)]
+    for stage in STAGES:
+        row = [sum(1 for t in tasks if t["labels"]["stage"] == stage and t["labels"]["task"] == k)
+               for k in TASK_TYPES]
+        out.append(f"| {stage} | " + " | ".join(map(str, row)) + f" | {sum(row)} |")
+    totals = [sum(1 for t in tasks if t["labels"]["task"] == k) for k in TASK_TYPES]
+    out.append("| total | " + " | ".join(map(str, totals)) + f" | {len(tasks)} |")
+    out += ["", "| data | " + " | ".join(DATA_TYPES) + " |", "|---|" + "---|" * len(DATA_TYPES),
+            "| tasks | " + " | ".join(str(sum(1 for t in tasks if t["labels"]["data"] == d))
+                                    for d in DATA_TYPES) + " |"]
+    for stage in STAGES:
+        out += ["", f"## {stage}", "", "| id | task | data | what | typical wrong solutions |",
+                "|---|---|---|---|---|"]
+        for t in tasks:
+            if t["labels"]["stage"] != stage:
+                continue
+            tree = ast.parse(t["prompt"])
+            node = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)))
+            what = ast.get_docstring(node).splitlines()[0].rstrip(".")
+            wrong = "; ".join(w.splitlines()[0].removeprefix("# wrong: ") for w in t["wrong"])
+            out.append(f"| `{t['id']}` | {t['labels']['task']} | {t['labels']['data']} | "
+                       f"{_cell(what)} | {_cell(wrong)} |")
+    out += ["", "## repository tasks (`repo-tasks.jsonl`)", "",
+            "| id | target | stage | task | data | tests |", "|---|---|---|---|---|---|"]
+    for t in repo_tasks:
+        target = f"{t['file']}: " + (f"{t['class']}.{t['function']}" if "class" in t else t["function"])
+        out.append(f"| `{t['id']}` | `{target}` | {t['labels']['stage']} | {t['labels']['task']} | "
+                   f"{t['labels']['data']} | {len(t['tests'])} node ids |")
+    return "\n".join(out) + "\n"
+
+
 def build_all() -> str:
     paths = sorted(SRC.rglob("*.task"))
     if not paths:
@@ -166,20 +291,26 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="fail if tasks.jsonl is stale")
     args = parser.parse_args()
     try:
-        text = build_all()
+        tasks_jsonl, repo_jsonl = build_all(), build_repo_tasks()
+        outputs = [(OUT, tasks_jsonl), (REPO_OUT, repo_jsonl),
+                   (CATALOGUE_OUT, build_catalogue(tasks_jsonl, repo_jsonl))]
     except TaskSourceError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    n = text.count("\n")
-    if args.check:
-        if not OUT.exists() or OUT.read_text() != text:
-            print(f"error: {OUT} is stale; run build_tasks.py", file=sys.stderr)
-            return 1
-        print(f"{OUT.name} is up to date ({n} tasks)")
-        return 0
-    OUT.write_text(text)
-    print(f"wrote {n} tasks to {OUT}")
-    return 0
+    stale = False
+    for path, text in outputs:
+        n = text.count("\n") if path.suffix == ".jsonl" else None
+        what = f"{n} tasks" if n is not None else "catalogue"
+        if args.check:
+            if not path.exists() or path.read_text() != text:
+                print(f"error: {path} is stale; run build_tasks.py", file=sys.stderr)
+                stale = True
+            else:
+                print(f"{path.name} is up to date ({what})")
+        else:
+            path.write_text(text)
+            print(f"wrote {what} to {path}")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

@@ -47,6 +47,8 @@ FUNCTION_OPTIONAL = {"timeout_s": (int, float), "wrong": list}
 REPO_FIELDS = {"id": str, "repo": str, "file": str, "function": str, "tests": list,
                "prompt": str, "labels": dict, "requirements": list}
 REPO_OPTIONAL = {"class": str, "timeout_s": (int, float)}
+# Top-level import name -> requirement name, for the packages a task may declare.
+IMPORT_TO_REQUIREMENT = {"torch": "torch", "numpy": "numpy", "sklearn": "scikit-learn", "scipy": "scipy"}
 DEFAULT_TIMEOUT_S = 60
 MIN_TESTS = 3
 
@@ -78,6 +80,7 @@ class RunResult:
     seconds: float = 0.0
     output: str = ""
     failing: list[str] = field(default_factory=list)
+    slowest: tuple[float, str] = (0.0, "")  # (seconds, test name) of the slowest test function
 
 
 # ---------------------------------------------------------------- loading and schema
@@ -161,6 +164,23 @@ def count_test_functions(tree: ast.Module) -> int:
     return n
 
 
+def imported_requirements(tree: ast.Module) -> set[str]:
+    """Requirement names of the known packages a module imports anywhere."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            req = IMPORT_TO_REQUIREMENT.get(name.split(".")[0])
+            if req:
+                found.add(req)
+    return found
+
+
 def validate_function_task(task: Task) -> None:
     check_fields(task, FUNCTION_FIELDS, FUNCTION_OPTIONAL)
     if task.problems:
@@ -182,6 +202,13 @@ def validate_function_task(task: Task) -> None:
             task.problems.append(f"{task.id}: test has {n} test functions, expected >= {MIN_TESTS}")
         if "from solution import" not in d["test"] and "import solution" not in d["test"]:
             task.problems.append(f"{task.id}: test never imports from 'solution'")
+    if ref is not None and test is not None:
+        # The harness may refuse or skip tasks whose packages are missing, so every package the
+        # reference or the test imports must be declared.
+        undeclared = (imported_requirements(ref) | imported_requirements(test)) - set(d["requirements"])
+        if undeclared:
+            task.problems.append(f"{task.id}: requirements lack {sorted(undeclared)} "
+                                 f"(imported by the reference or the test)")
     wrong = d.get("wrong", [])
     if not wrong:
         task.problems.append(f"{task.id}: no 'wrong' solutions (at least one recommended)")
@@ -258,6 +285,9 @@ def run_pytest(workdir: Path, targets: list[str], timeout: float, python: str) -
     result = RunResult("ok", seconds=seconds, output=out[-3000:])
     for case in root.iter("testcase"):
         result.tests += 1
+        seconds_in_test = float(case.get("time", 0.0))
+        if seconds_in_test > result.slowest[0]:
+            result.slowest = (seconds_in_test, case.get("name", "?"))
         if case.find("failure") is not None or case.find("error") is not None:
             result.failed += 1
             result.failing.append(case.get("name", "?"))
@@ -389,6 +419,11 @@ def main() -> int:
             extra = f"  {ref.tests} tests  {task_secs:5.1f}s  {caught}"
         mark = "FAIL" if task.problems else "ok  "
         print(f"{mark} {task.id:<48}{extra}")
+    references = [(r.slowest, tid) for (tid, v), r in results.items() if v == "reference"]
+    if references:
+        (secs, name), tid = max(references)
+        print(f"\nslowest reference test function: {secs:.2f}s ({tid}::{name}); "
+              f"pytest process time is dominated by importing torch")
     problems = [p for t in selected for p in t.problems]
     if problems:
         print("\nproblems:")
