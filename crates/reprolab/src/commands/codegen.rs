@@ -15,7 +15,7 @@ use reprolab_codegen::report::RunInfo;
 use reprolab_codegen::rundir::{self, Appender};
 use reprolab_codegen::task::{Task, TaskKind, select};
 use reprolab_codegen::{
-    Generator, Harness, Options, Role, SampleResult, Status, TimeoutPolicy, load_tasks,
+    Generator, Harness, Options, SampleResult, Status, TimeoutPolicy, load_tasks,
 };
 use serde_json::json;
 
@@ -324,6 +324,36 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
         }
         (None, None) => bail!("give --generations FILE or --llm SPEC"),
     };
+    if let Some(n) = a.samples {
+        let mut per: HashMap<&str, u32> = HashMap::new();
+        for x in &gens {
+            *per.entry(x.task_id.as_str()).or_default() += 1;
+        }
+        for t in &tasks {
+            let have = per.get(t.id.as_str()).copied().unwrap_or(0);
+            if have < n {
+                eprintln!(
+                    "warning: task {} has {have} of the {n} samples asked for",
+                    t.id
+                );
+            }
+        }
+    }
+    if let Some(n) = a.samples {
+        let mut per: HashMap<&str, u32> = HashMap::new();
+        for x in &gens {
+            *per.entry(x.task_id.as_str()).or_default() += 1;
+        }
+        for t in &tasks {
+            let have = per.get(t.id.as_str()).copied().unwrap_or(0);
+            if have < n {
+                eprintln!(
+                    "warning: task {} has {have} of the {n} samples asked for",
+                    t.id
+                );
+            }
+        }
+    }
     let with_answers: HashSet<&str> = gens.iter().map(|x| x.task_id.as_str()).collect();
     let tasks: Vec<Arc<Task>> = tasks
         .into_iter()
@@ -648,7 +678,7 @@ async fn bench(g: &Global, a: &CodegenBenchArgs) -> Result<ExitCode> {
         .results
         .iter()
         .chain(&fresh.results)
-        .filter(|r| r.status == Status::Infra || r.role != Role::Sample)
+        .filter(|r| r.status == Status::Infra)
         .count();
     Ok(if infra > 0 {
         ExitCode::from(1)
