@@ -98,8 +98,10 @@ def _resolve_entry(subject_dir, entry):
     return path, stem, func
 
 
-def _run_child(req):
-    """Runs in the forked child; never returns."""
+def _run_child(req, body=None):
+    """Runs in the forked child; never returns. `body(req, workdir)` does the work (default: the
+    training of an eval request); everything around it (own process group, default signal
+    handlers, output to workdir/output.log, no stdin) is the same for every kind of child."""
     code = 70
     try:
         try:
@@ -137,7 +139,7 @@ def _run_child(req):
             faulthandler.enable(file=sys.stderr)
         except Exception:
             pass
-        _child_eval(req, workdir)
+        (body or _child_eval)(req, workdir)
         code = 0
     except BaseException:  # noqa: BLE001 - the child must never return into the loop
         try:
@@ -162,20 +164,7 @@ def _child_eval(req, workdir):
     import reprolab
 
     result_path = os.path.join(workdir, "result.json")
-    memory_mb = req.get("memory_mb")
-    if memory_mb:
-        try:
-            import resource
-
-            # RLIMIT_DATA counts the data segment the child inherited from the worker
-            # (torch's, hundreds of MB), so the cap is what the evaluation may add on top.
-            soft = (_vm_data_kb() * 1024) + int(memory_mb) * 2**20
-            _, hard = resource.getrlimit(resource.RLIMIT_DATA)
-            if hard != resource.RLIM_INFINITY and soft > hard:
-                soft = hard
-            resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
-        except (ValueError, OSError) as e:
-            print(f"reprolab: could not set RLIMIT_DATA to {memory_mb} MB: {e}", file=sys.stderr)
+    _limit_memory(req.get("memory_mb"))
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(1)
@@ -238,6 +227,24 @@ def _child_eval(req, workdir):
         reprolab._write_json_atomic(result_path, fallback)
 
 
+def _limit_memory(memory_mb):
+    """Soft cap (RLIMIT_DATA) on what this child may allocate on top of what it inherited."""
+    if not memory_mb:
+        return
+    try:
+        import resource
+
+        # RLIMIT_DATA counts the data segment the child inherited from the worker
+        # (torch's, hundreds of MB), so the cap is what the evaluation may add on top.
+        soft = (_vm_data_kb() * 1024) + int(memory_mb) * 2**20
+        _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if hard != resource.RLIM_INFINITY and soft > hard:
+            soft = hard
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+    except (ValueError, OSError) as e:
+        print(f"reprolab: could not set RLIMIT_DATA to {memory_mb} MB: {e}", file=sys.stderr)
+
+
 def _safe_str(e):
     try:
         return str(e)
@@ -281,6 +288,12 @@ def _handle_eval(req):
             ev["id"] = req["id"]
         _emit(ev)
         return
+    fork_and_wait(req, _child_eval)
+
+
+def fork_and_wait(req, body):
+    """Fork a child that runs `body(req, workdir)` (see `_run_child`), emit `started`, wait for
+    it and emit `done` with its exit code or signal. `req` needs "id" and "workdir"."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -292,7 +305,7 @@ def _handle_eval(req):
         _emit({"ev": "error", "id": req["id"], "message": f"fork failed: {e}"})
         return
     if pid == 0:
-        _run_child(req)  # never returns
+        _run_child(req, body)  # never returns
         os._exit(70)
     try:  # also from this side, so the group exists before Rust may signal it
         os.setpgid(pid, pid)

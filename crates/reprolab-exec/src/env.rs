@@ -52,7 +52,8 @@ pub struct PythonEnv {
     pub root: Option<PathBuf>,
     /// `sys.version` of the interpreter, e.g. `3.11.7`.
     pub python_version: String,
-    /// Directory to put on PYTHONPATH for the bundled package (only for `--python`).
+    /// Directory put first on PYTHONPATH of every process reprolab starts: this build's copy of
+    /// the bundled package, so that it wins over another version in site-packages.
     pub pythonpath: Option<PathBuf>,
     /// Identifies everything about the environment that can change a training's result; part of
     /// every cache key.
@@ -198,8 +199,16 @@ fn managed(cache: &Path, progress: Progress) -> Result<PythonEnv, EnvError> {
     if !dir.join(".complete").exists() {
         create_env(cache, &base, &dir, progress)?;
     }
+    // site-packages gets the package so that the environment's python imports it when a user
+    // runs it directly; but several reprolab builds (versions, checkouts) share one environment
+    // and each rewrites that copy, so processes reprolab starts read this build's own copy,
+    // kept per package hash.
     let site = site_packages(&python)?;
     install_package(&site)?;
+    let pkg_root = cache.join("pkg").join(package_hash());
+    let pkg_lock = lock_file(&cache.join("pkg.lock"))?;
+    install_package(&pkg_root)?;
+    drop(pkg_lock);
     let id = sha256_hex(&[
         lock_hash().as_bytes(),
         version.as_bytes(),
@@ -210,7 +219,7 @@ fn managed(cache: &Path, progress: Progress) -> Result<PythonEnv, EnvError> {
         python,
         root: Some(dir),
         python_version: version,
-        pythonpath: None,
+        pythonpath: Some(pkg_root),
         id,
     })
 }

@@ -16,7 +16,7 @@ use crate::Mode;
 use crate::env::PythonEnv;
 use crate::result::{Exit, Finished, interpret};
 use crate::sandbox;
-use crate::supervise::supervise;
+use crate::supervise::{MemoryMeasure, Violation, supervise_with};
 use reprolab_core::Outcome;
 use reprolab_core::manifest::Limits;
 
@@ -48,14 +48,28 @@ pub struct Worker {
     pub import_s: f64,
 }
 
+/// What the watchdog saw of one forked child (see [`Worker::run_forked`]).
+#[derive(Debug, Clone)]
+pub struct Forked {
+    /// How the child ended; `None` when it was killed for a limit and the worker then vanished
+    /// or stopped answering (the worker has been killed; spawn a new one).
+    pub exit: Option<Exit>,
+    pub violation: Option<Violation>,
+    pub peak_mb: u64,
+    pub elapsed: Duration,
+}
+
 impl Worker {
     /// Start a worker and wait until it has imported torch.
     pub async fn spawn(env: &PythonEnv) -> Result<Worker, String> {
-        let argv: Vec<OsString> = vec![
-            env.python.clone().into(),
-            "-m".into(),
-            "reprolab.worker".into(),
-        ];
+        Self::spawn_module(env, &["reprolab.worker"]).await
+    }
+
+    /// Start `python -m MODULE ARGS…` in the sandbox: any module that speaks the worker protocol
+    /// (a private event channel, a `ready` event first; e.g. `reprolab.codegen_runner`).
+    pub async fn spawn_module(env: &PythonEnv, module_and_args: &[&str]) -> Result<Worker, String> {
+        let mut argv: Vec<OsString> = vec![env.python.clone().into(), "-m".into()];
+        argv.extend(module_and_args.iter().map(OsString::from));
         let (program, args) = sandbox::wrap(&argv);
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(args);
@@ -143,15 +157,36 @@ impl Worker {
         }
     }
 
-    /// Run one evaluation in `workdir`. `Err` means the worker itself is broken and must be
-    /// replaced (the evaluation may be retried on a fresh worker); the result of a subject that
-    /// broke a limit is always `Ok`.
-    pub async fn run(&mut self, req: &Request<'_>, workdir: &Path) -> Result<Finished, String> {
-        let msg = json!({
-            "op": "eval", "id": req.id, "subject_dir": req.subject_dir, "entry": req.entry,
-            "config": req.config, "seed": req.seed, "mode": req.mode, "workdir": workdir,
-            "memory_mb": req.limits.memory_mb,
-        });
+    /// Send a request that the worker answers itself, without forking, and wait (at most
+    /// `within`) for the event `reply` carrying the same `id`. `Err` means the worker is broken.
+    pub async fn ask(
+        &mut self,
+        msg: &Value,
+        id: &str,
+        reply: &str,
+        within: Duration,
+    ) -> Result<Value, String> {
+        self.send(msg).await?;
+        let wait = async {
+            loop {
+                match self.next_event().await {
+                    Some(ev) if ev["ev"] == reply && ev["id"] == id => return Some(ev),
+                    Some(_) => continue,
+                    None => return None,
+                }
+            }
+        };
+        match tokio::time::timeout(within, wait).await {
+            Ok(Some(ev)) => Ok(ev),
+            Ok(None) => Err(format!(
+                "the worker died; its last output:\n{}",
+                self.stderr_text()
+            )),
+            Err(_) => Err(format!("the worker did not answer within {within:?}")),
+        }
+    }
+
+    async fn send(&mut self, msg: &Value) -> Result<(), String> {
         let line = format!("{msg}\n");
         if self.stdin.write_all(line.as_bytes()).await.is_err() || self.stdin.flush().await.is_err()
         {
@@ -160,9 +195,25 @@ impl Worker {
                 self.stderr_text()
             ));
         }
+        Ok(())
+    }
+
+    /// Send a request that makes the worker fork a child (`started` … `done` events for `id`)
+    /// and watch the child's process group with `limits`, its output going to `output`. Whatever
+    /// the child left running in its group is killed when it is done. `Err` means the worker
+    /// itself is broken and must be replaced (the request may be retried on a fresh worker).
+    pub async fn run_forked(
+        &mut self,
+        msg: &Value,
+        id: &str,
+        limits: &Limits,
+        output: &Path,
+        memory: MemoryMeasure,
+    ) -> Result<Forked, String> {
+        self.send(msg).await?;
         let started = loop {
             match tokio::time::timeout(FORK, self.next_event()).await {
-                Ok(Some(ev)) if ev["ev"] == "started" && ev["id"] == req.id => break ev,
+                Ok(Some(ev)) if ev["ev"] == "started" && ev["id"] == id => break ev,
                 Ok(Some(_)) => continue,
                 Ok(None) => {
                     return Err(format!(
@@ -174,24 +225,20 @@ impl Worker {
             }
         };
         let pid = started["pid"].as_i64().unwrap_or(0) as i32;
-        let output = workdir.join("output.log");
-        let id = req.id.to_string();
-        // The child starts as a copy of the worker: its pages are not the evaluation's doing.
-        let baseline = self
-            .child
-            .id()
-            .map_or(0, |p| sandbox::process_rss_mb(p as i32));
-        let sup = supervise(
+        let id_owned = id.to_string();
+        let sup = supervise_with(
             pid,
-            baseline,
-            req.limits,
-            &output,
-            self.wait_done(&id),
+            memory,
+            limits,
+            output,
+            self.wait_done(&id_owned),
             STUCK,
         )
         .await;
+        // Grandchildren the child left behind (it may have forked and returned) go too.
+        sandbox::kill_group(pid, libc::SIGKILL);
         let exit = match sup.done {
-            Some(Some(exit)) => exit,
+            Some(Some(exit)) => Some(exit),
             Some(None) if sup.violation.is_none() => {
                 return Err(format!(
                     "the worker died during the evaluation; its last output:\n{}",
@@ -200,29 +247,57 @@ impl Worker {
             }
             // Killed for a limit, but the worker vanished or stuck: keep the verdict, replace it.
             _ => {
-                let (outcome, epochs, output_tail) = interpret(
-                    workdir,
-                    Exit::default(),
-                    sup.violation,
-                    sup.peak_rss_mb,
-                    req.limits,
-                );
                 self.kill().await;
-                return Ok(Finished {
-                    outcome,
-                    epochs,
-                    output_tail,
-                    duration_s: sup.elapsed.as_secs_f64(),
-                });
+                None
             }
         };
-        let (outcome, epochs, output_tail) =
-            interpret(workdir, exit, sup.violation, sup.peak_rss_mb, req.limits);
+        Ok(Forked {
+            exit,
+            violation: sup.violation,
+            peak_mb: sup.peak_rss_mb,
+            elapsed: sup.elapsed,
+        })
+    }
+
+    /// Resident memory in MB of the worker process itself.
+    pub fn rss_mb(&self) -> u64 {
+        self.child
+            .id()
+            .map_or(0, |p| sandbox::process_rss_mb(p as i32))
+    }
+
+    /// Run one evaluation in `workdir`. `Err` means the worker itself is broken and must be
+    /// replaced (the evaluation may be retried on a fresh worker); the result of a subject that
+    /// broke a limit is always `Ok`.
+    pub async fn run(&mut self, req: &Request<'_>, workdir: &Path) -> Result<Finished, String> {
+        let msg = json!({
+            "op": "eval", "id": req.id, "subject_dir": req.subject_dir, "entry": req.entry,
+            "config": req.config, "seed": req.seed, "mode": req.mode, "workdir": workdir,
+            "memory_mb": req.limits.memory_mb,
+        });
+        // The child starts as a copy of the worker: its pages are not the evaluation's doing.
+        let baseline_mb = self.rss_mb();
+        let forked = self
+            .run_forked(
+                &msg,
+                req.id,
+                req.limits,
+                &workdir.join("output.log"),
+                MemoryMeasure::Rss { baseline_mb },
+            )
+            .await?;
+        let (outcome, epochs, output_tail) = interpret(
+            workdir,
+            forked.exit.unwrap_or_default(),
+            forked.violation,
+            forked.peak_mb,
+            req.limits,
+        );
         Ok(Finished {
             outcome,
             epochs,
             output_tail,
-            duration_s: sup.elapsed.as_secs_f64(),
+            duration_s: forked.elapsed.as_secs_f64(),
         })
     }
 

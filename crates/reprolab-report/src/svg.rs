@@ -1,4 +1,5 @@
-//! Hand-written SVG plots: box plots of distributions per group (the study's Figure 3 style).
+//! Hand-written SVG plots: box plots of distributions per group (the study's Figure 3 style) and
+//! horizontal bar charts of one value per label (pass rates, counts).
 
 use std::fmt::Write as _;
 
@@ -160,9 +161,120 @@ pub fn boxplot_in(
     s
 }
 
+/// A horizontal bar chart: one bar per `(label, value)`, the value written at its end. Bars are
+/// horizontal so that long labels (failure categories, task ids) stay readable. The axis runs
+/// from 0 to `max` (default: the largest value); negative and non-finite values draw no bar.
+pub fn bar_chart(
+    title: &str,
+    value_label: &str,
+    bars: &[(String, f64)],
+    max: Option<f64>,
+) -> String {
+    let label_w = bars
+        .iter()
+        .map(|(l, _)| l.chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 60) as f64
+        * 7.0
+        + 16.0;
+    let (plot_w, bar_h, gap, top, bottom) = (360.0, 18.0, 6.0, 30.0, 34.0);
+    let w = label_w + plot_w + 70.0;
+    let h = top + bottom + (bar_h + gap) * bars.len().max(1) as f64;
+    let largest = bars
+        .iter()
+        .map(|(_, v)| *v)
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    let max = max
+        .filter(|m| *m > 0.0)
+        .unwrap_or(if largest > 0.0 { largest } else { 1.0 });
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <text x=\"{}\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n",
+        w / 2.0,
+        esc(title)
+    );
+    let x0 = label_w;
+    let axis_y = h - bottom;
+    for i in 0..=4 {
+        let v = max * i as f64 / 4.0;
+        let x = x0 + plot_w * i as f64 / 4.0;
+        let _ = writeln!(
+            s,
+            "<line x1=\"{x:.1}\" y1=\"{top}\" x2=\"{x:.1}\" y2=\"{axis_y}\" stroke=\"#ddd\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            axis_y + 14.0,
+            number(v)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+        x0 + plot_w / 2.0,
+        axis_y + 29.0,
+        esc(value_label)
+    );
+    for (i, (label, value)) in bars.iter().enumerate() {
+        let y = top + (bar_h + gap) * i as f64;
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            x0 - 6.0,
+            y + bar_h * 0.75,
+            esc(label)
+        );
+        if !value.is_finite() || *value < 0.0 {
+            continue;
+        }
+        let bw = plot_w * (value / max).min(1.0);
+        let _ = writeln!(
+            s,
+            "<rect x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{bw:.1}\" height=\"{bar_h}\" fill=\"#4c78a8\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            x0 + bw + 4.0,
+            y + bar_h * 0.75,
+            number(*value)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<line x1=\"{x0}\" y1=\"{top}\" x2=\"{x0}\" y2=\"{axis_y}\" stroke=\"#444\"/>"
+    );
+    s.push_str("</svg>\n");
+    s
+}
+
+/// A value as a short label: integers without decimals, others with two.
+fn number(v: f64) -> String {
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bar_chart_draws_one_bar_per_value_scaled_to_max() {
+        let svg = bar_chart(
+            "pass@1 <by stage>",
+            "pass@1",
+            &[
+                ("training".into(), 0.5),
+                ("inference".into(), 1.0),
+                ("none".into(), f64::NAN),
+            ],
+            Some(1.0),
+        );
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<rect").count(), 2, "NaN draws no bar");
+        assert!(svg.contains("width=\"180.0\""), "0.5 of 360 px: {svg}");
+        assert!(svg.contains("width=\"360.0\""));
+        assert!(svg.contains("&lt;by stage&gt;"));
+        assert!(svg.contains(">0.50</text>") && svg.contains(">1</text>"));
+    }
 
     #[test]
     fn quantiles_match_numpy_linear() {

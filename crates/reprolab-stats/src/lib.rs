@@ -17,6 +17,7 @@
 //! * [`bootstrap`] – deterministic percentile bootstrap.
 //! * [`glm`] – DeepCrime's GLM/Wald test.
 //! * [`mod@verdict`] – the study's Better / Worse / Equivalent rule.
+//! * [`passk`] – the unbiased pass@k estimator of code-generation benchmarks.
 //!
 //! Reference values in the unit tests were computed once with SciPy 1.17 and
 //! pasted as literals; the Python snippet is next to every literal.
@@ -29,6 +30,7 @@ mod dist;
 pub mod effect;
 pub mod glm;
 pub mod mann_whitney;
+pub mod passk;
 mod rank;
 pub mod ttest;
 pub mod verdict;
@@ -41,6 +43,7 @@ pub use describe::{Summary, mean, median, std_dev, summarize, variance};
 pub use effect::{a12, cohens_d};
 pub use glm::glm_test;
 pub use mann_whitney::mann_whitney_u;
+pub use passk::{mean_pass_at_k, pass_at_k};
 pub use ttest::{paired_t, welch_t};
 pub use verdict::{ALPHA, Goal, MIN_EFFECT, Verdict, verdict};
 pub use wilcoxon::{rounded_differences, wilcoxon_signed_rank};

@@ -22,8 +22,9 @@ use reprolab_core::Outcome;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
-/// Version of the schema this crate writes, recorded in SQLite's `user_version`.
-pub const SCHEMA_VERSION: i64 = 2;
+/// Version of the schema this crate writes, recorded in SQLite's `user_version`: one per
+/// migration.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// How long a write waits for another process holding the write lock before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -84,6 +85,16 @@ const MIGRATIONS: &[&str] = &[
      );
      CREATE INDEX llm_calls_run ON llm_calls (run_id);
      CREATE INDEX llm_calls_hash ON llm_calls (request_hash);",
+    // 2 -> 3: results of `reprolab codegen` (see codegen.rs), one row per evaluated sample
+    "CREATE TABLE codegen_results (
+         key        TEXT PRIMARY KEY NOT NULL,
+         task_id    TEXT NOT NULL,
+         sample     INTEGER NOT NULL,
+         status     TEXT NOT NULL,
+         record     TEXT NOT NULL,
+         created_at TEXT NOT NULL
+     );
+     CREATE INDEX codegen_results_task ON codegen_results (task_id, status);",
 ];
 
 /// Tables that a reprolab store may contain (any version); used to refuse foreign databases.
@@ -91,6 +102,7 @@ const OWN_TABLES: &[&str] = &[
     "evaluations",
     "runs",
     "run_evaluations",
+    "codegen_results",
     "llm_calls",
     "sqlite_sequence",
 ];
@@ -730,6 +742,8 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
+
+mod codegen;
 
 #[cfg(test)]
 mod tests;

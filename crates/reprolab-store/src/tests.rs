@@ -661,7 +661,7 @@ fn version_1_store_migrates_keeping_its_data() {
         .unwrap();
     }
     let store = Store::open(&path).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 2);
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     store.finish_run(1, "ok", &json!({})).unwrap();
     store
         .record_llm_call(&llm_call("m", Some(1), true))

@@ -142,6 +142,10 @@ JSON, DOT and SVG. Every training is cached: a rerun retrains nothing and a long
         after_help = "Examples:\n  reprolab neutrality benchmarks/faults/real/D7 --budget 10m\n  reprolab neutrality benchmarks/faults/artificial/cancer-binary/cancer-binary-HLR-lr-10 --nodes 100 --top-k 3"
     )]
     Neutrality(NeutralityArgs),
+    /// Benchmark generated deep-learning code (Deep-Bench style): validate tasks, run answers in
+    /// the sandbox, pass@k by stage/task/data, failure taxonomy, reports.
+    #[command(subcommand)]
+    Codegen(CodegenCommand),
 }
 
 #[derive(Debug, Args)]
@@ -570,4 +574,132 @@ pub struct NeutralityArgs {
     /// Write alternatives.json into --out instead of the subject's directory.
     #[arg(long)]
     pub no_store: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CodegenCommand {
+    /// Run every task's reference solution (and with --wrong its wrong solutions) and flag broken
+    /// tasks with the reason.
+    #[command(
+        long_about = "Run every task's reference solution through the harness and flag the tasks whose \
+reference does not pass (with the exception type and message), whose test has fewer than 3 tests, \
+or (with --wrong) whose tests a known-wrong solution passes (weak tests). Exits 0 when every task \
+is valid, 1 otherwise.",
+        after_help = "Examples:\n  reprolab codegen validate benchmarks/codegen/tasks.jsonl\n  reprolab codegen validate my-tasks.jsonl --wrong --only pre/normalize_images"
+    )]
+    Validate(CodegenValidateArgs),
+    /// Evaluate answers (a generations file, or a model) on a task file; write results and reports.
+    #[command(
+        long_about = "Evaluate model answers on a task file. For each answer the code is extracted (the \
+largest ```python block that parses, then any fenced block, then the raw text; otherwise no_code), \
+put into a fresh directory (function tasks: solution.py + test_task.py; repository tasks: a copy of \
+the repository with the definition replaced), and tested with pytest in the sandbox: scrubbed \
+environment, no network, a time limit scaled from the reference solution's run time, bounds on \
+memory, output and processes, the whole process group killed at the end. Every test's outcome is \
+recorded with exception type, message and traceback; failures are labelled with Deep-Bench's \
+taxonomy. Writes DIR/results.jsonl, DIR/summary.json, DIR/report.md and DIR/report.html. Results \
+are stored per sample: rerunning (or resuming an interrupted run) only runs what is missing.",
+        after_help = "Examples:\n  reprolab codegen run benchmarks/codegen/tasks.jsonl --generations answers.jsonl --out runs/gpt\n  reprolab codegen run tasks.jsonl --generations answers.jsonl --samples 10 -j 4 --out runs/x --only 'train/*'\n  reprolab codegen run tasks.jsonl --llm openai:gpt-4o --samples 10 --temperature 0.8 --out runs/gpt4o"
+    )]
+    Run(CodegenRunArgs),
+    /// Re-render the report of a run directory from its stored results.
+    #[command(after_help = "Example:\n  reprolab codegen report runs/gpt")]
+    Report(CodegenReportArgs),
+    /// Measure the harness: overhead per sample and samples/min of the warm runners against one
+    /// fresh pytest process per sample, in the same run.
+    #[command(
+        after_help = "Examples:\n  reprolab codegen bench benchmarks/codegen/tasks.jsonl --repeat 2\n  reprolab codegen bench tasks.jsonl --generations answers.jsonl -j 2"
+    )]
+    Bench(CodegenBenchArgs),
+}
+
+/// Sandbox limits and runner choice shared by the codegen commands.
+#[derive(Debug, Args, Clone)]
+pub struct CodegenLimits {
+    /// Bound on the memory a sample's processes add, in MiB (watchdog on private memory, plus a
+    /// soft allocation cap in the warm runner).
+    #[arg(long, default_value_t = 2048, value_name = "MB")]
+    pub memory_mb: u64,
+    /// Bound on what a sample prints, in MiB.
+    #[arg(long, default_value_t = 4, value_name = "MB")]
+    pub output_mb: u64,
+    /// Processes or threads a sample may start (0: no bound).
+    #[arg(long, default_value_t = 512, value_name = "N")]
+    pub max_procs: u32,
+    /// A sample's time limit is FACTOR x the reference's run time + --timeout-slack, at least
+    /// --timeout-min and at most the task's timeout_s.
+    #[arg(long, default_value_t = 4.0, value_name = "FACTOR")]
+    pub timeout_factor: f64,
+    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
+    pub timeout_slack: f64,
+    #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
+    pub timeout_min: f64,
+    /// Only these tasks (comma-separated ids; a trailing * matches a prefix).
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    pub only: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CodegenValidateArgs {
+    /// Task file (JSON lines; see docs/codegen.md).
+    pub tasks: PathBuf,
+    /// Also run each task's "wrong" solutions and flag tests that one of them passes.
+    #[arg(long)]
+    pub wrong: bool,
+    /// One fresh `python -m pytest` process per sample instead of the warm runners.
+    #[arg(long)]
+    pub fresh: bool,
+    #[command(flatten)]
+    pub limits: CodegenLimits,
+}
+
+#[derive(Debug, Args)]
+pub struct CodegenRunArgs {
+    /// Task file (JSON lines; see docs/codegen.md).
+    pub tasks: PathBuf,
+    /// Answers to evaluate: JSON lines {"task_id", "sample", "completion"} from any system.
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "llm",
+        conflicts_with = "llm"
+    )]
+    pub generations: Option<PathBuf>,
+    /// Generate the answers with this model (provider:model).
+    #[arg(long, value_name = "SPEC")]
+    pub llm: Option<String>,
+    /// Samples per task (default with --generations: all in the file; with --llm: 1).
+    #[arg(long, short = 'n', value_name = "N")]
+    pub samples: Option<u32>,
+    /// Sampling temperature for --llm.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// Run directory for results and reports.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// One fresh `python -m pytest` process per sample instead of the warm runners.
+    #[arg(long)]
+    pub fresh: bool,
+    #[command(flatten)]
+    pub limits: CodegenLimits,
+}
+
+#[derive(Debug, Args)]
+pub struct CodegenReportArgs {
+    /// The --out directory of a `codegen run`.
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CodegenBenchArgs {
+    /// Task file.
+    pub tasks: PathBuf,
+    /// Answers to run (default: every task's reference solution, --repeat times).
+    #[arg(long, value_name = "FILE")]
+    pub generations: Option<PathBuf>,
+    /// Copies of each reference solution when no --generations is given.
+    #[arg(long, default_value_t = 2)]
+    pub repeat: u32,
+    #[command(flatten)]
+    pub limits: CodegenLimits,
 }

@@ -46,6 +46,7 @@ fn main() -> ExitCode {
             Command::Llm(cli::LlmCommand::Chat(a)) => commands::llm::chat(g, a).await,
             Command::Llm(cli::LlmCommand::Calls(a)) => commands::llm::calls(g, a).await,
             Command::Neutrality(a) => commands::neutrality::run(g, a).await,
+            Command::Codegen(c) => commands::codegen::run(g, c).await,
         }
     });
     match result {
@@ -66,7 +67,7 @@ fn init_tracing(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("REPROLAB_LOG").unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(format!(
-            "reprolab={level},reprolab_exec={level},reprolab_store={level},reprolab_llm={level},warn"
+            "reprolab={level},reprolab_exec={level},reprolab_store={level},reprolab_llm={level},reprolab_codegen={level},warn"
         ))
     });
     tracing_subscriber::fmt()

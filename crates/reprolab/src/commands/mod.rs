@@ -3,6 +3,7 @@
 pub mod bench_exec;
 pub mod bench_localize;
 pub mod bench_repair;
+pub mod codegen;
 pub mod compare;
 pub mod env;
 pub mod eval;

@@ -1,0 +1,223 @@
+//! Generations files: the raw answers of any system, one JSON line per sample
+//! (`{"task_id", "sample", "completion"}`), evaluated without calling a model. The same format
+//! is what `codegen run --llm` writes (and resumes from) in its run directory.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::task::{Fields, FileError, Issue, Task, describe, jsonl_lines};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Generation {
+    pub task_id: String,
+    pub sample: u32,
+    /// The raw model output; code extraction is applied to it.
+    pub completion: String,
+}
+
+/// Parse a generations file's text; every problem is reported with file, line and field.
+pub fn parse_generations(text: &str, file: &Path) -> Result<Vec<Generation>, FileError> {
+    let mut issues = Vec::new();
+    let mut out = Vec::new();
+    let mut seen: HashMap<(String, u32), usize> = HashMap::new();
+    for (line, raw) in jsonl_lines(text) {
+        let value: Value = match serde_json::from_str(raw) {
+            Ok(v) => v,
+            Err(e) => {
+                issues.push(Issue {
+                    file: file.to_path_buf(),
+                    line,
+                    field: String::new(),
+                    message: format!(
+                        "not valid JSON ({e}); expected {{\"task_id\", \"sample\", \"completion\"}}"
+                    ),
+                });
+                continue;
+            }
+        };
+        let Value::Object(obj) = &value else {
+            issues.push(Issue {
+                file: file.to_path_buf(),
+                line,
+                field: String::new(),
+                message: format!("found {}, expected a generation object", describe(&value)),
+            });
+            continue;
+        };
+        let mut f = Fields {
+            obj,
+            file,
+            line,
+            issues: &mut issues,
+        };
+        let task_id = f.string("task_id", true);
+        let completion = f.string("completion", false);
+        let sample = match obj.get("sample") {
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|s| s <= u32::MAX as u64) => {
+                n.as_u64().map(|s| s as u32)
+            }
+            Some(other) => {
+                f.issue(
+                    "sample",
+                    format!(
+                        "found {}, expected a sample index (0, 1, …)",
+                        describe(other)
+                    ),
+                );
+                None
+            }
+            None => {
+                f.issue("sample", "missing; expected a sample index (0, 1, …)");
+                None
+            }
+        };
+        f.unknown_fields(&["task_id", "sample", "completion", "model", "temperature"]);
+        if let (Some(task_id), Some(sample), Some(completion)) = (task_id, sample, completion) {
+            if let Some(first) = seen.get(&(task_id.clone(), sample)) {
+                issues.push(Issue {
+                    file: file.to_path_buf(),
+                    line,
+                    field: "sample".into(),
+                    message: format!(
+                        "sample {sample} of {task_id:?} is already on line {first}; each (task_id, sample) once"
+                    ),
+                });
+                continue;
+            }
+            seen.insert((task_id.clone(), sample), line);
+            out.push(Generation {
+                task_id,
+                sample,
+                completion,
+            });
+        }
+    }
+    if issues.is_empty() {
+        Ok(out)
+    } else {
+        Err(FileError { issues })
+    }
+}
+
+pub fn load_generations(path: &Path) -> Result<Vec<Generation>, FileError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        FileError::single(
+            path,
+            0,
+            "",
+            format!("cannot read the generations file: {e}"),
+        )
+    })?;
+    parse_generations(&text, path)
+}
+
+/// Append one generation to a JSONL file (created if missing): what `--llm` runs write as they
+/// go, so an interrupted run resumes without asking the model again.
+pub fn append_generation(path: &Path, g: &Generation) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    writeln!(
+        f,
+        "{}",
+        serde_json::to_string(g).map_err(std::io::Error::other)?
+    )?;
+    f.flush()
+}
+
+/// The generations of `tasks`, the first `samples` per task when given, ordered by task then
+/// sample. Generations of tasks that are not in the task file at all are an error (most likely
+/// the wrong file); those of tasks left out by `--only` are skipped.
+pub fn select_generations(
+    gens: Vec<Generation>,
+    tasks: &[Task],
+    all_ids: &HashSet<String>,
+    samples: Option<u32>,
+) -> Result<Vec<Generation>, String> {
+    let unknown: Vec<&str> = gens
+        .iter()
+        .map(|g| g.task_id.as_str())
+        .filter(|id| !all_ids.contains(*id))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !unknown.is_empty() {
+        return Err(format!(
+            "the generations name tasks that are not in the task file: {}",
+            unknown.into_iter().take(10).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let order: HashMap<&str, usize> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.id.as_str(), i))
+        .collect();
+    let mut by: BTreeMap<(usize, u32), Generation> = BTreeMap::new();
+    for g in gens {
+        if let Some(&i) = order.get(g.task_id.as_str())
+            && samples.is_none_or(|n| g.sample < n)
+        {
+            by.insert((i, g.sample), g);
+        }
+    }
+    Ok(by.into_values().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generations_are_read_and_checked() {
+        let text = "{\"task_id\": \"a\", \"sample\": 0, \"completion\": \"x\"}\n\
+                    {\"task_id\": \"a\", \"sample\": -1, \"completion\": \"x\"}\n\
+                    {\"task_id\": \"a\", \"sample\": 0, \"completion\": \"y\"}\n\
+                    {\"task_id\": \"b\", \"sample\": 1}\n";
+        let e = parse_generations(text, Path::new("g.jsonl")).unwrap_err();
+        let m: Vec<String> = e.issues.iter().map(|i| i.to_string()).collect();
+        assert!(m.contains(&"g.jsonl:2: field `sample`: found the number -1, expected a sample index (0, 1, …)".to_string()), "{m:#?}");
+        assert!(
+            m.iter().any(|x| x
+                .starts_with("g.jsonl:3: field `sample`: sample 0 of \"a\" is already on line 1")),
+            "{m:#?}"
+        );
+        assert!(
+            m.contains(&"g.jsonl:4: field `completion`: missing; expected a string".to_string()),
+            "{m:#?}"
+        );
+        let ok = parse_generations(
+            "{\"task_id\": \"a\", \"sample\": 2, \"completion\": \"\"}\n",
+            Path::new("g"),
+        )
+        .unwrap();
+        assert_eq!(ok[0].sample, 2);
+    }
+
+    #[test]
+    fn append_then_load_roundtrips() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("g.jsonl");
+        let g = Generation {
+            task_id: "t".into(),
+            sample: 3,
+            completion: "```python\nx\n```".into(),
+        };
+        append_generation(&p, &g).unwrap();
+        append_generation(
+            &p,
+            &Generation {
+                sample: 4,
+                ..g.clone()
+            },
+        )
+        .unwrap();
+        let back = load_generations(&p).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[0], g);
+    }
+}

@@ -1,0 +1,327 @@
+//! The run report (Markdown and self-contained HTML with SVG bar charts): overall pass@k and
+//! partial pass rate, status counts, Deep-Bench's Tables 3–5 (by stage, task and data type), the
+//! failure taxonomy in the layout of its appendix F (Table 6), per-task rows and the harness's
+//! cost per sample.
+
+use reprolab_report::{Cell, Figure, Report, Section, Table, svg};
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::{GroupRow, Summary};
+use crate::outcome::Status;
+
+/// What the run was, for the report's header (also `run.json` of the run directory).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub tasks_file: String,
+    /// `generations FILE` or `llm SPEC`.
+    pub source: String,
+    pub samples: Option<u32>,
+    pub temperature: Option<f64>,
+    /// `warm` or `fresh`.
+    pub mode: String,
+    pub workers: usize,
+    pub memory_mb: u64,
+    pub output_mb: u64,
+    pub timeout: String,
+    pub started_at: String,
+    #[serde(default)]
+    pub finished_at: String,
+    #[serde(default)]
+    pub environment: String,
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}", 100.0 * x)
+}
+
+fn opt_pct(x: Option<f64>) -> String {
+    x.map_or("–".into(), pct)
+}
+
+fn group_table(caption: &str, first: &str, rows: &[GroupRow], ks: &[u64]) -> Table {
+    let mut headers = vec![first.to_string(), "tasks".into(), "samples".into()];
+    headers.extend(ks.iter().map(|k| format!("pass@{k} (%)")));
+    headers.push("partial (%)".into());
+    Table {
+        caption: caption.into(),
+        headers,
+        rows: rows
+            .iter()
+            .map(|g| {
+                let mut r: Vec<Cell> = vec![
+                    g.title.clone().into(),
+                    g.tasks.to_string().into(),
+                    g.samples.to_string().into(),
+                ];
+                r.extend(g.pass_at.iter().map(|p| Cell::from(opt_pct(*p))));
+                r.push(opt_pct(g.partial).into());
+                r
+            })
+            .collect(),
+    }
+}
+
+fn group_figure(name: &str, title: &str, rows: &[GroupRow], ks: &[u64]) -> Option<Figure> {
+    if !ks.contains(&1) {
+        return None;
+    }
+    let bars: Vec<(String, f64)> = rows
+        .iter()
+        .filter(|g| g.tasks > 0)
+        .map(|g| (g.title.clone(), 100.0 * g.pass_at[0].unwrap_or(0.0)))
+        .collect();
+    Some(Figure {
+        name: name.into(),
+        caption: format!("pass@1 (%) {title}"),
+        svg: svg::bar_chart(&format!("pass@1 {title}"), "pass@1 (%)", &bars, Some(100.0)),
+    })
+}
+
+/// Build the report of a run.
+pub fn build(title: &str, info: &RunInfo, s: &Summary) -> Report {
+    let mut sections = Vec::new();
+
+    // Overview
+    let mut headers = vec!["tasks".to_string(), "samples".into()];
+    headers.extend(s.ks.iter().map(|k| format!("pass@{k} (%)")));
+    headers.push("partial pass rate (%)".into());
+    let mut row: Vec<Cell> = vec![s.tasks.to_string().into(), s.samples.to_string().into()];
+    row.extend(s.pass_at.iter().map(|p| Cell::from(pct(p.value))));
+    row.push(pct(s.partial).into());
+    let mut paragraphs = vec![format!(
+        "Tasks: {}. Answers: {}. Samples per task: {}. Temperature: {}. Runner: {} ({} in parallel), \
+         limits: {}, {} MiB of memory, {} MiB of output. Started {}{}.",
+        info.tasks_file,
+        info.source,
+        info.samples
+            .map_or("all in the file".into(), |n| n.to_string()),
+        info.temperature.map_or("–".into(), |t| t.to_string()),
+        info.mode,
+        info.workers,
+        info.timeout,
+        info.memory_mb,
+        info.output_mb,
+        info.started_at,
+        if info.finished_at.is_empty() {
+            String::new()
+        } else {
+            format!(", finished {}", info.finished_at)
+        },
+    )];
+    paragraphs.push(
+        "pass@k is the unbiased estimator 1 − C(n−c, k)/C(n, k) averaged over tasks, reported for the k that \
+         every task reaches (n ≥ k). The partial pass rate is the share of a task's tests a sample passes, \
+         averaged over samples, then tasks. Samples with infrastructure errors are not counted in n."
+            .into(),
+    );
+    if !s.excluded.is_empty() {
+        paragraphs.push(format!(
+            "{} task(s) are left out of every number because their reference does not pass or no sample \
+             could be run: {}.",
+            s.excluded.len(),
+            s.excluded
+                .iter()
+                .map(|e| format!("{} ({})", e.task_id, e.reason))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    let status_table = Table {
+        caption: "Samples by status (timeouts, resource limits and infrastructure errors apart from failures)".into(),
+        headers: Status::ALL.iter().map(|st| st.name().to_string()).collect(),
+        rows: vec![Status::ALL
+            .iter()
+            .map(|st| Cell::from(s.statuses.get(st).copied().unwrap_or(0).to_string()))
+            .collect()],
+    };
+    let status_bars: Vec<(String, f64)> = Status::ALL
+        .iter()
+        .map(|st| {
+            (
+                st.name().to_string(),
+                s.statuses.get(st).copied().unwrap_or(0) as f64,
+            )
+        })
+        .collect();
+    sections.push(Section {
+        heading: "Overall".into(),
+        paragraphs,
+        tables: vec![
+            Table {
+                caption: "Overall (Deep-Bench Table 2)".into(),
+                headers,
+                rows: vec![row],
+            },
+            status_table,
+        ],
+        figures: vec![Figure {
+            name: "statuses".into(),
+            caption: "Samples by status".into(),
+            svg: svg::bar_chart("Samples by status", "samples", &status_bars, None),
+        }],
+    });
+
+    // Tables 3–5
+    for (heading, caption, first, rows, name, title) in [
+        (
+            "By stage",
+            "pass@k by pipeline stage (Deep-Bench Table 3)",
+            "stage",
+            &s.by_stage,
+            "by_stage",
+            "by stage",
+        ),
+        (
+            "By task",
+            "pass@k by ML task (Deep-Bench Table 4)",
+            "task",
+            &s.by_task,
+            "by_task",
+            "by task",
+        ),
+        (
+            "By data type",
+            "pass@k by input data type (Deep-Bench Table 5)",
+            "data",
+            &s.by_data,
+            "by_data",
+            "by data type",
+        ),
+    ] {
+        sections.push(Section {
+            heading: heading.into(),
+            paragraphs: vec![],
+            tables: vec![group_table(caption, first, rows, &s.ks)],
+            figures: group_figure(name, title, rows, &s.ks).into_iter().collect(),
+        });
+    }
+
+    // Taxonomy
+    let mut tax_rows = Vec::new();
+    let mut last_cat = None;
+    for t in &s.taxonomy {
+        let first = last_cat != Some(t.category);
+        last_cat = Some(t.category);
+        tax_rows.push(vec![
+            Cell::from(if first {
+                t.category_title.clone()
+            } else {
+                String::new()
+            }),
+            t.subtype_title.clone().into(),
+            t.count.to_string().into(),
+            Cell::from(if first {
+                t.category_total.to_string()
+            } else {
+                String::new()
+            }),
+        ]);
+    }
+    let mut cats: Vec<(String, f64)> = Vec::new();
+    for t in &s.taxonomy {
+        if cats.last().is_none_or(|(c, _)| *c != t.category_title) {
+            cats.push((t.category_title.clone(), t.category_total as f64));
+        }
+    }
+    cats.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let rules_rows: Vec<Vec<Cell>> = {
+        let mut r: Vec<(&String, &u64)> = s.rules.iter().collect();
+        r.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        r.into_iter()
+            .map(|(rule, n)| vec![Cell::from(rule.clone()), Cell::from(n.to_string())])
+            .collect()
+    };
+    sections.push(Section {
+        heading: "Failure taxonomy".into(),
+        paragraphs: vec![format!(
+            "{} failing samples labelled with Deep-Bench's categories and DL-specific subtypes (appendix E) \
+             from their evidence: status, exception type, message and traceback. The rules that fired are \
+             listed below; `fallback` counts failures no specific rule recognised.",
+            s.failures
+        )],
+        tables: vec![
+            Table {
+                caption: "Distribution of failures (Deep-Bench appendix F, Table 6)".into(),
+                headers: vec!["category".into(), "DL-related subtype".into(), "#".into(), "category total".into()],
+                rows: tax_rows,
+            },
+            Table {
+                caption: "Rules that labelled the failures".into(),
+                headers: vec!["rule".into(), "failures".into()],
+                rows: rules_rows,
+            },
+        ],
+        figures: (!cats.is_empty())
+            .then(|| Figure {
+                name: "taxonomy".into(),
+                caption: "Failures by category".into(),
+                svg: svg::bar_chart("Failures by category", "failures", &cats, None),
+            })
+            .into_iter()
+            .collect(),
+    });
+
+    // Per task
+    let mut headers = vec!["task".to_string(), "stage".into(), "n".into(), "c".into()];
+    headers.extend(s.ks.iter().map(|k| format!("pass@{k} (%)")));
+    headers.push("partial (%)".into());
+    headers.push("statuses".into());
+    let rows = s
+        .per_task
+        .iter()
+        .map(|t| {
+            let mut r: Vec<Cell> = vec![
+                t.task_id.clone().into(),
+                crate::task::LabelValue::name(t.labels.stage)
+                    .to_string()
+                    .into(),
+                t.n.to_string().into(),
+                t.c.to_string().into(),
+            ];
+            r.extend(s.ks.iter().map(|k| {
+                Cell::from(opt_pct(
+                    t.pass_at.iter().find(|p| p.k == *k).map(|p| p.value),
+                ))
+            }));
+            r.push(pct(t.partial).into());
+            r.push(
+                t.statuses
+                    .iter()
+                    .map(|(st, n)| format!("{} {n}", st.name()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+                    .into(),
+            );
+            r
+        })
+        .collect();
+    sections.push(Section {
+        heading: "Per task".into(),
+        paragraphs: vec![],
+        tables: vec![Table {
+            caption: String::new(),
+            headers,
+            rows,
+        }],
+        figures: vec![],
+    });
+
+    // Harness cost
+    let t = &s.timing;
+    sections.push(Section {
+        heading: "Harness".into(),
+        paragraphs: vec![format!(
+            "{} samples were run in this invocation (the rest came from the store or needed no run). Per sample: \
+             {:.3} s wall on average, of which the tests' own time is {:.3} s; harness overhead (wall minus \
+             the tests' time) {:.3} s on average, {:.3} s median. Environment {}.",
+            t.samples_run, t.mean_wall_s, t.mean_tests_s, t.mean_overhead_s, t.median_overhead_s, info.environment
+        )],
+        tables: vec![],
+        figures: vec![],
+    });
+
+    Report {
+        title: title.into(),
+        sections,
+    }
+}

@@ -1,0 +1,465 @@
+//! Running pytest for one sample, in the sandbox of reprolab-exec (scrubbed environment, no
+//! network, own process group, watchdog on time, private memory and output):
+//!
+//! * [`WarmPool`]: long-lived `reprolab.codegen_runner` workers that imported numpy,
+//!   scikit-learn, torch and pytest once; each sample is a forked child running `pytest.main`.
+//! * [`FreshRunner`]: one fresh `python -m pytest` process per sample, the way most harnesses
+//!   work; the baseline of `codegen bench`.
+//! * [`AstHelper`]: a light runner (no heavy imports) that answers batched `ast.parse` and
+//!   definition-locating requests for code extraction and the repository patcher.
+//!
+//! Both test backends load `reprolab.codegen_plugin`, so they produce the same per-test record.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reprolab_core::manifest::Limits;
+use reprolab_exec::PythonEnv;
+use reprolab_exec::result::read_tail;
+use reprolab_exec::sandbox;
+use reprolab_exec::supervise::{MemoryMeasure, Violation, supervise_with};
+use reprolab_exec::worker::Worker;
+use serde_json::{Value, json};
+use tokio::sync::{Mutex, Semaphore, mpsc};
+
+use crate::outcome::Ending;
+use crate::patch::Located;
+
+/// The module of the warm runner.
+const RUNNER: &str = "reprolab.codegen_runner";
+/// How much of the end of a test run's output is kept.
+pub const OUTPUT_TAIL_BYTES: u64 = 2048;
+/// Arguments every test run gets: quiet, no output capture (so that what tests print reaches
+/// the watchdog's output cap), no `.pytest_cache` written into the sample's directory.
+pub const BASE_ARGS: &[&str] = &["-q", "-s", "-p", "no:cacheprovider"];
+/// How long a helper request (parse, locate) may take.
+const HELPER_TIMEOUT: Duration = Duration::from_secs(120);
+/// How many sources go into one helper request.
+const HELPER_BATCH: usize = 256;
+
+/// One test run.
+#[derive(Debug, Clone)]
+pub struct TestRequest {
+    /// Unique among concurrent runs.
+    pub id: String,
+    /// Holds `output.log` and `result.json`.
+    pub workdir: PathBuf,
+    /// pytest runs here (the sample's files or repository copy).
+    pub cwd: PathBuf,
+    /// pytest arguments after [`BASE_ARGS`]: `--rootdir`, test files or node ids.
+    pub args: Vec<String>,
+    /// Files to compile before collection (the candidate), relative to `cwd`.
+    pub check: Vec<String>,
+    pub limits: Limits,
+    /// Processes or threads the run may add (RLIMIT_NPROC in the warm child); 0 for no bound.
+    pub max_procs: u32,
+}
+
+impl TestRequest {
+    fn pytest_args(&self) -> Vec<String> {
+        let mut args: Vec<String> = BASE_ARGS.iter().map(|s| s.to_string()).collect();
+        args.extend(self.args.iter().cloned());
+        args
+    }
+
+    fn result_path(&self) -> PathBuf {
+        self.workdir.join("result.json")
+    }
+
+    fn output_path(&self) -> PathBuf {
+        self.workdir.join("output.log")
+    }
+}
+
+/// What a test run left: how it ended, the plugin's record, the end of its output.
+#[derive(Debug, Clone)]
+pub struct TestRun {
+    pub ending: Ending,
+    pub record: Option<Value>,
+    pub peak_mb: u64,
+    pub elapsed: Duration,
+    /// Time spent waiting for a runner to be ready (a warm runner still importing torch):
+    /// not the sample's cost.
+    pub waited: Duration,
+    pub output_tail: String,
+}
+
+fn finish(req: &TestRequest, ending: Ending, peak_mb: u64, elapsed: Duration) -> TestRun {
+    let record = std::fs::read_to_string(req.result_path())
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    TestRun {
+        ending,
+        record,
+        peak_mb,
+        elapsed,
+        waited: Duration::ZERO,
+        output_tail: read_tail(&req.output_path(), OUTPUT_TAIL_BYTES),
+    }
+}
+
+fn ending_of(violation: Option<Violation>, code: Option<i32>, signal: Option<i32>) -> Ending {
+    match violation {
+        Some(Violation::Timeout) => Ending::Timeout,
+        Some(Violation::Memory) => Ending::Memory,
+        Some(Violation::Output) => Ending::Output,
+        None => Ending::Exited { code, signal },
+    }
+}
+
+/// Where the tests run.
+pub enum Backend {
+    Warm(Arc<WarmPool>),
+    Fresh(FreshRunner),
+}
+
+impl Backend {
+    /// Run one sample's tests. `Err` is an infrastructure failure (no verdict on the code).
+    pub async fn run(&self, req: &TestRequest) -> Result<TestRun, String> {
+        match self {
+            Backend::Warm(pool) => pool.run(req).await,
+            Backend::Fresh(fresh) => fresh.run(req).await,
+        }
+    }
+
+    pub async fn shutdown(&self) {
+        if let Backend::Warm(pool) = self {
+            pool.shutdown().await;
+        }
+    }
+
+    /// Start-up time of the warm workers (their imports), for the benchmark.
+    pub fn import_times(&self) -> Vec<f64> {
+        match self {
+            Backend::Warm(pool) => pool
+                .import_times
+                .lock()
+                .map(|v| v.clone())
+                .unwrap_or_default(),
+            Backend::Fresh(_) => Vec::new(),
+        }
+    }
+}
+
+type Ready = Result<Worker, String>;
+
+/// Warm runners handed out through a channel: a job takes a ready worker, runs its sample on
+/// it and gives it back; a worker that died is replaced in the background, so the pool keeps its
+/// size without a job ever waiting on a start-up it did not need.
+pub struct WarmPool {
+    env: PythonEnv,
+    tx: mpsc::UnboundedSender<Ready>,
+    rx: Mutex<mpsc::UnboundedReceiver<Ready>>,
+    size: usize,
+    import_times: std::sync::Mutex<Vec<f64>>,
+}
+
+impl WarmPool {
+    /// Start `size` workers now (their imports overlap with whatever the caller does next).
+    pub fn start(env: PythonEnv, size: usize) -> Arc<WarmPool> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let pool = Arc::new(WarmPool {
+            env,
+            tx,
+            rx: Mutex::new(rx),
+            size: size.max(1),
+            import_times: std::sync::Mutex::new(Vec::new()),
+        });
+        for _ in 0..pool.size {
+            pool.replace();
+        }
+        pool
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Start one worker in the background and put it into the channel when it is ready.
+    fn replace(self: &Arc<Self>) {
+        let pool = self.clone();
+        tokio::spawn(async move {
+            let w = Worker::spawn_module(&pool.env, &[RUNNER]).await;
+            if let Ok(w) = &w
+                && let Ok(mut t) = pool.import_times.lock()
+            {
+                t.push(w.import_s);
+            }
+            let _ = pool.tx.send(w);
+        });
+    }
+
+    async fn take(&self) -> Ready {
+        match self.rx.lock().await.recv().await {
+            Some(w) => w,
+            None => Err("the warm runner pool has shut down".into()),
+        }
+    }
+
+    async fn run(self: &Arc<Self>, req: &TestRequest) -> Result<TestRun, String> {
+        let msg = json!({
+            "op": "test", "id": req.id, "workdir": req.workdir, "cwd": req.cwd,
+            "args": req.pytest_args(), "check": req.check,
+            "memory_mb": req.limits.memory_mb, "max_procs": req.max_procs,
+        });
+        let mut last_error = String::new();
+        let mut waited = Duration::ZERO;
+        for _attempt in 0..2 {
+            let t = Instant::now();
+            let taken = self.take().await;
+            waited += t.elapsed();
+            let mut worker = match taken {
+                Ok(w) => w,
+                Err(e) => {
+                    // Keep the pool's size: try again in the background for the next job.
+                    self.replace();
+                    return Err(format!("a warm pytest runner did not start: {e}"));
+                }
+            };
+            let _ = std::fs::remove_file(req.result_path());
+            let forked = worker
+                .run_forked(
+                    &msg,
+                    &req.id,
+                    &req.limits,
+                    &req.output_path(),
+                    MemoryMeasure::Private,
+                )
+                .await;
+            match forked {
+                Ok(f) => {
+                    if f.exit.is_some() && worker.alive() {
+                        let _ = self.tx.send(Ok(worker));
+                    } else {
+                        worker.kill().await;
+                        self.replace();
+                    }
+                    let (code, signal) = f.exit.map_or((None, None), |e| (e.code, e.signal));
+                    let mut run = finish(
+                        req,
+                        ending_of(f.violation, code, signal),
+                        f.peak_mb,
+                        f.elapsed,
+                    );
+                    run.waited = waited;
+                    return Ok(run);
+                }
+                Err(e) => {
+                    tracing::warn!("a warm pytest runner failed, replacing it: {e}");
+                    worker.kill().await;
+                    self.replace();
+                    last_error = e;
+                }
+            }
+        }
+        Err(last_error)
+    }
+
+    /// Stop every worker (waiting a little for those still starting).
+    pub async fn shutdown(&self) {
+        let mut rx = self.rx.lock().await;
+        for _ in 0..self.size {
+            match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+                Ok(Some(Ok(w))) => w.shutdown().await,
+                Ok(Some(Err(_))) => {}
+                _ => break,
+            }
+        }
+        rx.close();
+    }
+}
+
+/// One fresh `python -m pytest` per sample (the baseline): pays the interpreter's and torch's
+/// start-up every time. In this mode the memory bound covers the whole interpreter (about
+/// 300 MB with torch imported), not only what the tests add.
+pub struct FreshRunner {
+    env: PythonEnv,
+    slots: Semaphore,
+}
+
+impl FreshRunner {
+    pub fn new(env: PythonEnv, parallel: usize) -> FreshRunner {
+        FreshRunner {
+            env,
+            slots: Semaphore::new(parallel.max(1)),
+        }
+    }
+
+    async fn run(&self, req: &TestRequest) -> Result<TestRun, String> {
+        let t = Instant::now();
+        let _slot = self.slots.acquire().await.map_err(|e| e.to_string())?;
+        let waited = t.elapsed();
+        let _ = std::fs::remove_file(req.result_path());
+        let output = req.output_path();
+        let (out, err) = std::fs::File::create(&output)
+            .and_then(|f| Ok((f.try_clone()?, f)))
+            .map_err(|e| format!("cannot create {}: {e}", output.display()))?;
+        let mut argv: Vec<OsString> =
+            vec![self.env.python.clone().into(), "-m".into(), "pytest".into()];
+        argv.extend(req.pytest_args().into_iter().map(OsString::from));
+        argv.extend(["-p", "reprolab.codegen_plugin", "--reprolab-result"].map(OsString::from));
+        argv.push(req.result_path().into());
+        for f in &req.check {
+            argv.push("--reprolab-check".into());
+            argv.push(f.into());
+        }
+        let (program, args) = sandbox::wrap(&argv);
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args);
+        sandbox::apply_env(&mut cmd, None);
+        let mut pythonpath = vec![req.cwd.clone()];
+        pythonpath.extend(self.env.pythonpath.clone());
+        cmd.env(
+            "PYTHONPATH",
+            std::env::join_paths(pythonpath).map_err(|e| e.to_string())?,
+        )
+        .current_dir(&req.cwd)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0)
+        .kill_on_drop(true);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", self.env.python.display()))?;
+        let pgid = child.id().unwrap_or(0) as i32;
+        let sup = supervise_with(
+            pgid,
+            MemoryMeasure::Private,
+            &req.limits,
+            &output,
+            child.wait(),
+            Duration::from_secs(10),
+        )
+        .await;
+        sandbox::kill_group(pgid, libc::SIGKILL);
+        use std::os::unix::process::ExitStatusExt;
+        let (code, signal) = match sup.done {
+            Some(Ok(status)) => (status.code(), status.signal()),
+            _ => (None, None),
+        };
+        let mut run = finish(
+            req,
+            ending_of(sup.violation, code, signal),
+            sup.peak_rss_mb,
+            sup.elapsed,
+        );
+        run.waited = waited;
+        Ok(run)
+    }
+}
+
+/// The light runner for `ast` questions (code extraction, the repository patcher).
+pub struct AstHelper {
+    env: PythonEnv,
+    worker: Mutex<Option<Worker>>,
+    counter: std::sync::atomic::AtomicU64,
+}
+
+impl AstHelper {
+    pub fn new(env: PythonEnv) -> AstHelper {
+        AstHelper {
+            env,
+            worker: Mutex::new(None),
+            counter: Default::default(),
+        }
+    }
+
+    /// Send one request (starting the helper if needed, and once more if it died) and return
+    /// the reply event.
+    async fn ask(&self, op: &str, body: Value, reply: &str) -> Result<Value, String> {
+        let mut guard = self.worker.lock().await;
+        let mut last = String::new();
+        for _ in 0..2 {
+            if guard.as_mut().is_none_or(|w| !w.alive()) {
+                *guard = Some(Worker::spawn_module(&self.env, &[RUNNER, "--light"]).await?);
+            }
+            let n = self
+                .counter
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let id = format!("{op}{n}");
+            let mut msg = body.clone();
+            msg["op"] = json!(op);
+            msg["id"] = json!(id);
+            let w = guard.as_mut().expect("started above");
+            match w.ask(&msg, &id, reply, HELPER_TIMEOUT).await {
+                Ok(v) => return Ok(v),
+                Err(e) => {
+                    w.kill().await;
+                    *guard = None;
+                    last = e;
+                }
+            }
+        }
+        Err(format!("the Python helper failed: {last}"))
+    }
+
+    /// Whether each source parses (`ast.parse`), with the error of those that do not.
+    pub async fn parse(&self, sources: &[String]) -> Result<Vec<(bool, Option<String>)>, String> {
+        let mut out = Vec::with_capacity(sources.len());
+        for chunk in sources.chunks(HELPER_BATCH) {
+            let v = self
+                .ask("parse", json!({ "sources": chunk }), "parsed")
+                .await?;
+            let ok = v["ok"].as_array().cloned().unwrap_or_default();
+            let errors = v["errors"].as_array().cloned().unwrap_or_default();
+            if ok.len() != chunk.len() {
+                return Err(format!(
+                    "the Python helper answered {} parse results for {} sources",
+                    ok.len(),
+                    chunk.len()
+                ));
+            }
+            for (i, o) in ok.iter().enumerate() {
+                out.push((
+                    o.as_bool().unwrap_or(false),
+                    errors.get(i).and_then(|e| e.as_str()).map(String::from),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Top-level statements and the methods named `function` of each `(source, function)`.
+    pub async fn locate(&self, items: &[(String, String)]) -> Result<Vec<Located>, String> {
+        let mut out = Vec::with_capacity(items.len());
+        for chunk in items.chunks(HELPER_BATCH) {
+            let body: Vec<Value> = chunk
+                .iter()
+                .map(|(source, function)| json!({"source": source, "function": function}))
+                .collect();
+            let v = self
+                .ask("locate", json!({ "items": body }), "located")
+                .await?;
+            let results: Vec<Located> = serde_json::from_value(v["results"].clone())
+                .map_err(|e| format!("the Python helper's locate answer is malformed: {e}"))?;
+            if results.len() != chunk.len() {
+                return Err("the Python helper answered the wrong number of locate results".into());
+            }
+            out.extend(results);
+        }
+        Ok(out)
+    }
+
+    pub async fn shutdown(&self) {
+        if let Some(w) = self.worker.lock().await.take() {
+            w.shutdown().await;
+        }
+    }
+}
+
+/// Elapsed seconds since `t`.
+pub fn secs(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64()
+}
+
+/// `path` relative to `base` as a string (for pytest arguments), or the path itself.
+pub fn rel(path: &Path, base: &Path) -> String {
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
+}

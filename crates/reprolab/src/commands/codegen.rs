@@ -1,0 +1,688 @@
+//! `reprolab codegen validate | run | report | bench`: wiring of reprolab-codegen to the command
+//! line, progress bars and printed summaries.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use reprolab_codegen::generations::{Generation, load_generations, select_generations};
+use reprolab_codegen::harness::OnDone;
+use reprolab_codegen::metrics::Summary;
+use reprolab_codegen::report::RunInfo;
+use reprolab_codegen::rundir::{self, Appender};
+use reprolab_codegen::task::{Task, TaskKind, select};
+use reprolab_codegen::{
+    Generator, Harness, Options, SampleResult, Status, TimeoutPolicy, load_tasks,
+};
+use serde_json::json;
+
+use crate::cli::{
+    CodegenBenchArgs, CodegenCommand, CodegenLimits, CodegenReportArgs, CodegenRunArgs,
+    CodegenValidateArgs, Global,
+};
+use crate::context;
+use crate::progress;
+use crate::table::render;
+
+pub async fn run(g: &Global, c: &CodegenCommand) -> Result<ExitCode> {
+    match c {
+        CodegenCommand::Validate(a) => validate(g, a).await,
+        CodegenCommand::Run(a) => run_answers(g, a).await,
+        CodegenCommand::Report(a) => report(g, a),
+        CodegenCommand::Bench(a) => bench(g, a).await,
+    }
+}
+
+/// The model behind `--llm SPEC`. The providers live in reprolab-llm; the lead wires its
+/// `ChatModel` here through an adapter implementing [`Generator`].
+fn llm_generator(spec: &str) -> Result<Box<dyn Generator>> {
+    bail!(
+        "--llm {spec}: not wired yet in this build (the LLM providers are in reprolab-llm); \
+         generate the answers elsewhere and pass them with --generations FILE"
+    )
+}
+
+fn load(path: &Path, only: &[String]) -> Result<(Vec<Arc<Task>>, HashSet<String>)> {
+    let tasks = load_tasks(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let all: HashSet<String> = tasks.iter().map(|t| t.id.clone()).collect();
+    let tasks = select(tasks, only).map_err(anyhow::Error::msg)?;
+    Ok((tasks.into_iter().map(Arc::new).collect(), all))
+}
+
+fn options(g: &Global, l: &CodegenLimits, fresh: bool) -> Result<Options> {
+    for (name, v) in [
+        ("--timeout-factor", l.timeout_factor),
+        ("--timeout-slack", l.timeout_slack),
+        ("--timeout-min", l.timeout_min),
+    ] {
+        if !v.is_finite() || v < 0.0 {
+            bail!("{name} must be a non-negative number of seconds, got {v}");
+        }
+    }
+    if l.memory_mb == 0 || l.output_mb == 0 {
+        bail!("--memory-mb and --output-mb must be at least 1");
+    }
+    Ok(Options {
+        workers: g
+            .workers
+            .unwrap_or_else(reprolab_exec::default_workers)
+            .max(1),
+        fresh,
+        memory_mb: l.memory_mb,
+        output_mb: l.output_mb,
+        max_procs: l.max_procs,
+        timeout: TimeoutPolicy {
+            factor: l.timeout_factor,
+            slack_s: l.timeout_slack,
+            min_s: l.timeout_min,
+        },
+        read_cache: !g.no_cache,
+    })
+}
+
+fn timeout_text(o: &Options) -> String {
+    format!(
+        "time {}x reference + {} s, at least {} s, at most the task's timeout_s",
+        o.timeout.factor, o.timeout.slack_s, o.timeout.min_s
+    )
+}
+
+/// A progress bar whose message counts statuses.
+fn bar_callback(pb: &indicatif::ProgressBar) -> impl Fn(&SampleResult) + Send + Sync + '_ {
+    let counts = std::sync::Mutex::new(HashMap::<Status, usize>::new());
+    move |r: &SampleResult| {
+        let mut c = counts.lock().unwrap();
+        *c.entry(r.status).or_default() += 1;
+        let msg: Vec<String> = Status::ALL
+            .iter()
+            .filter_map(|s| c.get(s).map(|n| format!("{} {n}", s.name())))
+            .collect();
+        pb.set_message(msg.join(", "));
+        pb.inc(1);
+    }
+}
+
+fn failure_text(r: &SampleResult) -> String {
+    match &r.failure {
+        Some(f) => {
+            let first = f.message.lines().next().unwrap_or("");
+            let short: String = first.chars().take(100).collect();
+            format!("{}: {short}", f.kind)
+        }
+        None => String::new(),
+    }
+}
+
+// ------------------------------------------------------------------------------- validate
+
+async fn validate(g: &Global, a: &CodegenValidateArgs) -> Result<ExitCode> {
+    let (tasks, _) = load(&a.tasks, &a.limits.only)?;
+    let opts = options(g, &a.limits, a.fresh)?;
+    let env = context::python_env(g).await?;
+    let store = context::open_store(g)?;
+    let harness = Harness::new(env, Some(store), opts)?;
+    harness.warm_up().await;
+
+    let pb = progress::bar(tasks.len() as u64, "references", g.json);
+    let cb = bar_callback(&pb);
+    let refs = harness.references(&tasks, &cb).await?;
+    pb.finish_and_clear();
+    let by_task: HashMap<String, SampleResult> = refs
+        .iter()
+        .map(|r| (r.task_id.clone(), r.clone()))
+        .collect();
+
+    let mut wrongs: HashMap<String, Vec<SampleResult>> = HashMap::new();
+    if a.wrong {
+        let n: usize = tasks
+            .iter()
+            .map(|t| match &t.kind {
+                TaskKind::Function { wrong, .. } => wrong.len(),
+                TaskKind::Repository { .. } => 0,
+            })
+            .sum();
+        let pb = progress::bar(n as u64, "wrong solutions", g.json);
+        let cb = bar_callback(&pb);
+        for r in harness.wrong_solutions(&tasks, &by_task, &cb).await? {
+            wrongs.entry(r.task_id.clone()).or_default().push(r);
+        }
+        pb.finish_and_clear();
+    }
+    harness.shutdown().await;
+
+    let mut rows = vec![
+        [
+            "task",
+            "kind",
+            "reference",
+            "tests",
+            "time",
+            "wrong",
+            "problems",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    let mut report = Vec::new();
+    let mut invalid = 0;
+    for t in &tasks {
+        let r = &by_task[&t.id];
+        let mut problems: Vec<String> = Vec::new();
+        if r.status != Status::Pass {
+            problems.push(format!(
+                "reference {}: {}",
+                r.status.name(),
+                failure_text(r)
+            ));
+        }
+        if !t.is_repository() && r.status == Status::Pass && r.total < 3 {
+            problems.push(format!(
+                "the test has {} test(s), expected at least 3",
+                r.total
+            ));
+        }
+        let w = wrongs.get(&t.id).cloned().unwrap_or_default();
+        let mut wrong_text = String::from("-");
+        if a.wrong && !w.is_empty() {
+            let caught = w
+                .iter()
+                .filter(|x| x.status != Status::Pass && x.status != Status::Infra)
+                .count();
+            wrong_text = format!("{caught}/{} caught", w.len());
+            for x in &w {
+                match x.status {
+                    Status::Pass => problems.push(format!(
+                        "wrong[{}] passes every test: the tests are weak",
+                        x.sample
+                    )),
+                    Status::Infra => problems.push(format!(
+                        "wrong[{}] could not be run: {}",
+                        x.sample,
+                        failure_text(x)
+                    )),
+                    _ => {}
+                }
+            }
+        }
+        if !problems.is_empty() {
+            invalid += 1;
+        }
+        rows.push(vec![
+            t.id.clone(),
+            t.kind_name().into(),
+            r.status.name().into(),
+            format!("{}/{}", r.passed, r.total),
+            format!("{:.2} s", r.wall_s),
+            wrong_text,
+            if problems.is_empty() {
+                "ok".into()
+            } else {
+                problems.join("; ")
+            },
+        ]);
+        report.push(json!({
+            "task_id": t.id, "kind": t.kind_name(), "valid": problems.is_empty(),
+            "problems": problems, "reference": r, "wrong": w,
+        }));
+    }
+    if g.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"tasks": report, "invalid": invalid}))?
+        );
+    } else {
+        print!("{}", render(&rows));
+        println!(
+            "\n{} of {} tasks valid{}",
+            tasks.len() - invalid,
+            tasks.len(),
+            if invalid > 0 {
+                "; fix or drop the others before benchmarking"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(if invalid == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+// ------------------------------------------------------------------------------- run
+
+async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
+    let (tasks, all_ids) = load(&a.tasks, &a.limits.only)?;
+    if a.samples == Some(0) {
+        bail!("--samples must be at least 1");
+    }
+    let opts = options(g, &a.limits, a.fresh)?;
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let generator = match &a.llm {
+        Some(spec) => Some(llm_generator(spec)?),
+        None => None,
+    };
+    let env = context::python_env(g).await?;
+    let mut info = RunInfo {
+        tasks_file: a.tasks.display().to_string(),
+        source: match (&a.generations, &generator) {
+            (Some(f), _) => format!("generations {}", f.display()),
+            (None, Some(m)) => format!("llm {}", m.name()),
+            (None, None) => String::new(),
+        },
+        samples: a.samples,
+        temperature: a.llm.as_ref().map(|_| a.temperature),
+        mode: if a.fresh { "fresh" } else { "warm" }.into(),
+        workers: opts.workers,
+        memory_mb: opts.memory_mb,
+        output_mb: opts.output_mb,
+        timeout: timeout_text(&opts),
+        started_at: reprolab_store::now_rfc3339(),
+        finished_at: String::new(),
+        environment: env.id.clone(),
+    };
+    rundir::write_run_info(&a.out, &info).map_err(anyhow::Error::msg)?;
+
+    let store = context::open_store(g)?;
+    let harness = Harness::new(env, Some(store), opts)?;
+
+    // The answers: a file, or the model (resuming from what an earlier run generated).
+    let gens: Vec<Generation> = match (&a.generations, &generator) {
+        (Some(file), _) => {
+            let gens =
+                load_generations(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            let bare: Vec<Task> = tasks.iter().map(|t| (**t).clone()).collect();
+            select_generations(gens, &bare, &all_ids, a.samples).map_err(anyhow::Error::msg)?
+        }
+        (None, Some(model)) => {
+            let path = a.out.join(rundir::GENERATIONS_FILE);
+            let existing = if path.exists() {
+                load_generations(&path).map_err(|e| anyhow::anyhow!("{e}"))?
+            } else {
+                Vec::new()
+            };
+            let n = a.samples.unwrap_or(1);
+            let pb = progress::bar(tasks.len() as u64, "generating", g.json);
+            let all = reprolab_codegen::generate::generate_missing(
+                model.as_ref(),
+                &tasks,
+                n,
+                a.temperature,
+                existing,
+                &path,
+                &|_, _| pb.inc(1),
+            )
+            .await
+            .map_err(anyhow::Error::msg)?;
+            pb.finish_and_clear();
+            let bare: Vec<Task> = tasks.iter().map(|t| (**t).clone()).collect();
+            select_generations(all, &bare, &all_ids, Some(n)).map_err(anyhow::Error::msg)?
+        }
+        (None, None) => bail!("give --generations FILE or --llm SPEC"),
+    };
+    if let Some(n) = a.samples {
+        let mut per: HashMap<&str, u32> = HashMap::new();
+        for x in &gens {
+            *per.entry(x.task_id.as_str()).or_default() += 1;
+        }
+        for t in &tasks {
+            let have = per.get(t.id.as_str()).copied().unwrap_or(0);
+            if have < n {
+                eprintln!(
+                    "warning: task {} has {have} of the {n} samples asked for",
+                    t.id
+                );
+            }
+        }
+    }
+    if let Some(n) = a.samples {
+        let mut per: HashMap<&str, u32> = HashMap::new();
+        for x in &gens {
+            *per.entry(x.task_id.as_str()).or_default() += 1;
+        }
+        for t in &tasks {
+            let have = per.get(t.id.as_str()).copied().unwrap_or(0);
+            if have < n {
+                eprintln!(
+                    "warning: task {} has {have} of the {n} samples asked for",
+                    t.id
+                );
+            }
+        }
+    }
+    let with_answers: HashSet<&str> = gens.iter().map(|x| x.task_id.as_str()).collect();
+    let tasks: Vec<Arc<Task>> = tasks
+        .into_iter()
+        .filter(|t| with_answers.contains(t.id.as_str()))
+        .collect();
+    if tasks.is_empty() {
+        bail!("no answer in the generations belongs to the selected tasks");
+    }
+
+    harness.warm_up().await;
+    let pb = progress::bar(tasks.len() as u64, "references", g.json);
+    let cb = bar_callback(&pb);
+    let refs = harness.references(&tasks, &cb).await?;
+    pb.finish_and_clear();
+    rundir::write_jsonl(&a.out.join(rundir::REFERENCES_FILE), &refs).map_err(anyhow::Error::msg)?;
+    let by_task: HashMap<String, SampleResult> = refs
+        .iter()
+        .map(|r| (r.task_id.clone(), r.clone()))
+        .collect();
+    for r in refs.iter().filter(|r| r.status != Status::Pass) {
+        progress::line(
+            &pb,
+            &format!(
+                "warning: task {} is left out: its reference {} ({})",
+                r.task_id,
+                r.status.name(),
+                failure_text(r)
+            ),
+        );
+    }
+
+    let results_path = a.out.join(rundir::RESULTS_FILE);
+    let appender = Appender::create(&results_path).map_err(anyhow::Error::msg)?;
+    let pb = progress::bar(gens.len() as u64, "samples", g.json);
+    let bar = bar_callback(&pb);
+    let cb = |r: &SampleResult| {
+        appender.push(r);
+        bar(r);
+    };
+    let on_done: OnDone = &cb;
+    let results = harness
+        .generations(&tasks, &gens, &by_task, on_done)
+        .await?;
+    pb.finish_and_clear();
+    harness.shutdown().await;
+    rundir::write_jsonl(&results_path, &results).map_err(anyhow::Error::msg)?;
+    info.finished_at = reprolab_store::now_rfc3339();
+    rundir::write_run_info(&a.out, &info).map_err(anyhow::Error::msg)?;
+    let (summary, html) =
+        rundir::render(&a.out, "Code generation benchmark").map_err(anyhow::Error::msg)?;
+    let cached = results.iter().filter(|r| r.cached).count();
+    if g.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"summary": summary, "cached": cached, "report": html})
+            )?
+        );
+    } else {
+        print_summary(&summary);
+        println!(
+            "\n{} samples ({} reused from the store); report: {}",
+            results.len(),
+            cached,
+            html.display()
+        );
+    }
+    let infra = summary.statuses.get(&Status::Infra).copied().unwrap_or(0);
+    if infra > 0 {
+        eprintln!(
+            "{infra} samples hit infrastructure errors; rerun the same command to retry them"
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_summary(s: &Summary) {
+    let mut head = vec!["tasks".to_string(), "samples".into()];
+    head.extend(s.ks.iter().map(|k| format!("pass@{k}")));
+    head.push("partial".into());
+    let mut row = vec![s.tasks.to_string(), s.samples.to_string()];
+    row.extend(s.pass_at.iter().map(|p| format!("{:.1}%", 100.0 * p.value)));
+    row.push(format!("{:.1}%", 100.0 * s.partial));
+    print!("{}", render(&[head, row]));
+    let statuses: Vec<String> = Status::ALL
+        .iter()
+        .filter_map(|st| {
+            s.statuses
+                .get(st)
+                .filter(|n| **n > 0)
+                .map(|n| format!("{} {n}", st.name()))
+        })
+        .collect();
+    println!("statuses: {}", statuses.join(", "));
+    if !s.excluded.is_empty() {
+        println!(
+            "left out: {}",
+            s.excluded
+                .iter()
+                .map(|e| e.task_id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if s.failures > 0 {
+        let mut cats: Vec<(&str, u64)> = Vec::new();
+        for t in &s.taxonomy {
+            if cats.last().is_none_or(|(c, _)| *c != t.category_title) {
+                cats.push((&t.category_title, t.category_total));
+            }
+        }
+        cats.sort_by_key(|c| std::cmp::Reverse(c.1));
+        let text: Vec<String> = cats.iter().map(|(c, n)| format!("{c} {n}")).collect();
+        println!("failures: {}", text.join(", "));
+    }
+}
+
+// ------------------------------------------------------------------------------- report
+
+fn report(g: &Global, a: &CodegenReportArgs) -> Result<ExitCode> {
+    let (summary, html) =
+        rundir::render(&a.dir, "Code generation benchmark").map_err(anyhow::Error::msg)?;
+    if g.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"summary": summary, "report": html}))?
+        );
+    } else {
+        print_summary(&summary);
+        println!("\nreport: {}", html.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+// ------------------------------------------------------------------------------- bench
+
+/// One mode's measurement.
+struct Measured {
+    startup_s: f64,
+    wall_s: f64,
+    results: Vec<SampleResult>,
+    import_s: Vec<f64>,
+}
+
+async fn measure(
+    g: &Global,
+    env: &reprolab_exec::PythonEnv,
+    opts: Options,
+    tasks: &[Arc<Task>],
+    gens: &[Generation],
+    label: &str,
+) -> Result<Measured> {
+    let harness = Harness::new(env.clone(), None, opts)?;
+    // Start-up (warm runners importing torch) and the references (needed for the time limits)
+    // are measured apart from the samples.
+    let t0 = Instant::now();
+    harness.warm_up().await;
+    let pb = progress::bar(tasks.len() as u64, &format!("{label}: references"), g.json);
+    let cb = bar_callback(&pb);
+    let refs = harness.references(tasks, &cb).await?;
+    pb.finish_and_clear();
+    let startup_s = t0.elapsed().as_secs_f64();
+    let by_task: HashMap<String, SampleResult> = refs
+        .iter()
+        .map(|r| (r.task_id.clone(), r.clone()))
+        .collect();
+    let pb = progress::bar(gens.len() as u64, &format!("{label}: samples"), g.json);
+    let cb = bar_callback(&pb);
+    let t1 = Instant::now();
+    let results = harness.generations(tasks, gens, &by_task, &cb).await?;
+    let wall_s = t1.elapsed().as_secs_f64();
+    pb.finish_and_clear();
+    let import_s = harness.runner_import_times();
+    harness.shutdown().await;
+    Ok(Measured {
+        startup_s,
+        wall_s,
+        results,
+        import_s,
+    })
+}
+
+async fn bench(g: &Global, a: &CodegenBenchArgs) -> Result<ExitCode> {
+    let (tasks, all_ids) = load(&a.tasks, &a.limits.only)?;
+    let gens: Vec<Generation> = match &a.generations {
+        Some(file) => {
+            let gens =
+                load_generations(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            let bare: Vec<Task> = tasks.iter().map(|t| (**t).clone()).collect();
+            select_generations(gens, &bare, &all_ids, None).map_err(anyhow::Error::msg)?
+        }
+        None => {
+            if a.repeat == 0 {
+                bail!("--repeat must be at least 1");
+            }
+            // Function tasks' references as answers (repository references are the repo itself).
+            tasks
+                .iter()
+                .filter_map(|t| match &t.kind {
+                    TaskKind::Function { reference, .. } => Some((t, reference)),
+                    TaskKind::Repository { .. } => None,
+                })
+                .flat_map(|(t, reference)| {
+                    (0..a.repeat).map(move |i| Generation {
+                        task_id: t.id.clone(),
+                        sample: i,
+                        completion: format!("```python\n{reference}\n```\n"),
+                    })
+                })
+                .collect()
+        }
+    };
+    if gens.is_empty() {
+        bail!("nothing to run: no answers for the selected tasks");
+    }
+    let mut opts = options(g, &a.limits, false)?;
+    opts.read_cache = false;
+    let env = context::python_env(g).await?;
+    let warm = measure(g, &env, opts.clone(), &tasks, &gens, "warm").await?;
+    let fresh = measure(
+        g,
+        &env,
+        Options {
+            fresh: true,
+            ..opts.clone()
+        },
+        &tasks,
+        &gens,
+        "fresh",
+    )
+    .await?;
+
+    let n = gens.len();
+    let per_min = |wall: f64| n as f64 * 60.0 / wall;
+    let stats = |m: &Measured| {
+        let run: Vec<&SampleResult> = m
+            .results
+            .iter()
+            .filter(|r| r.wall_s > 0.0 && r.status != Status::Infra)
+            .collect();
+        let k = run.len().max(1) as f64;
+        let wall = run.iter().map(|r| r.wall_s).sum::<f64>() / k;
+        let tests = run.iter().map(|r| r.tests_s).sum::<f64>() / k;
+        (wall, tests, wall - tests)
+    };
+    let (ww, wt, wo) = stats(&warm);
+    let (fw, ft, fo) = stats(&fresh);
+    let status_of = |m: &Measured| {
+        m.results
+            .iter()
+            .map(|r| ((r.task_id.clone(), r.sample), r.status))
+            .collect::<HashMap<_, _>>()
+    };
+    let (ws, fs) = (status_of(&warm), status_of(&fresh));
+    let disagree = ws.iter().filter(|(k, s)| fs.get(*k) != Some(*s)).count();
+    let (wtp, ftp) = (per_min(warm.wall_s), per_min(fresh.wall_s));
+    let import_mean = if warm.import_s.is_empty() {
+        0.0
+    } else {
+        warm.import_s.iter().sum::<f64>() / warm.import_s.len() as f64
+    };
+    if g.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "samples": n, "workers": opts.workers, "status_disagreements": disagree,
+                "warm": {"wall_s": warm.wall_s, "samples_per_min": wtp, "mean_sample_wall_s": ww, "mean_tests_s": wt,
+                         "mean_overhead_s": wo, "startup_s": warm.startup_s, "runner_import_s": import_mean},
+                "fresh": {"wall_s": fresh.wall_s, "samples_per_min": ftp, "mean_sample_wall_s": fw, "mean_tests_s": ft,
+                          "mean_overhead_s": fo, "startup_s": fresh.startup_s},
+                "throughput_ratio": wtp / ftp, "overhead_ratio": fo / wo.max(1e-9),
+            }))?
+        );
+    } else {
+        println!("{n} samples per runner, {} in parallel\n", opts.workers);
+        let rows = vec![
+            [
+                "runner",
+                "wall",
+                "samples/min",
+                "per sample",
+                "tests' own",
+                "overhead/sample",
+            ]
+            .map(String::from)
+            .to_vec(),
+            vec![
+                "warm (fork per sample)".into(),
+                format!("{:.1} s", warm.wall_s),
+                format!("{wtp:.1}"),
+                format!("{ww:.3} s"),
+                format!("{wt:.3} s"),
+                format!("{wo:.3} s"),
+            ],
+            vec![
+                "fresh process".into(),
+                format!("{:.1} s", fresh.wall_s),
+                format!("{ftp:.1}"),
+                format!("{fw:.3} s"),
+                format!("{ft:.3} s"),
+                format!("{fo:.3} s"),
+            ],
+        ];
+        print!("{}", render(&rows));
+        println!(
+            "\nthroughput warm / fresh: {:.1}x; overhead per sample fresh / warm: {:.1}x",
+            wtp / ftp,
+            fo / wo.max(1e-9)
+        );
+        println!(
+            "warm runners' start-up: {:.1} s import each, {:.1} s until the references had run (not in the figures above)",
+            import_mean, warm.startup_s
+        );
+        if disagree > 0 {
+            println!(
+                "{disagree} samples got different statuses in the two runners (timeouts under load?)"
+            );
+        }
+    }
+    let infra = warm
+        .results
+        .iter()
+        .chain(&fresh.results)
+        .filter(|r| r.status == Status::Infra)
+        .count();
+    Ok(if infra > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

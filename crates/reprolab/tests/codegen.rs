@@ -1,0 +1,371 @@
+//! `reprolab codegen` on small fixture tasks (tests/fixtures/codegen): every sample status —
+//! pass, fail, error, timeout, oom, output_limit, no_code, patch_error — from answers that loop,
+//! allocate without bound, fork 200 children, print megabytes and try the network; per-test
+//! outcomes and taxonomy labels; pass@k against hand-computed values; repository tasks patched in
+//! a copy; resuming from the store; task validation; the warm-vs-fresh benchmark.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use common::*;
+use serde_json::Value;
+
+fn codegen_fixture(name: &str) -> std::path::PathBuf {
+    fixture("codegen").join(name)
+}
+
+fn read_jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Whether this machine can cut processes off the network (`unshare -rn`).
+fn isolation_available() -> bool {
+    std::process::Command::new("unshare")
+        .args(["-rn", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether a process is still running (zombies count as gone).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+        .is_some_and(|zombie| !zombie)
+}
+
+fn run_fixture(dir: &Path, out: &Path) -> std::process::Output {
+    run(reprolab(dir)
+        .env("TMPDIR", dir)
+        // A minimum limit of 8 s (the fixture's own bound for fn/scale) keeps verdicts stable on
+        // a loaded machine; loops and forks still end at the limit.
+        .args([
+            "codegen",
+            "run",
+            "--json",
+            "-j",
+            "2",
+            "--memory-mb",
+            "300",
+            "--output-mb",
+            "1",
+            "--timeout-min",
+            "8",
+        ])
+        .arg(codegen_fixture("tasks.jsonl"))
+        .arg("--generations")
+        .arg(codegen_fixture("generations.jsonl"))
+        .arg("--out")
+        .arg(out))
+}
+
+#[test]
+fn run_judges_every_kind_of_answer_and_resumes_from_the_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("out");
+    let out = run_fixture(tmp.path(), &out_dir);
+    assert_eq!(out.status.code(), Some(0), "no infrastructure error");
+
+    let results = read_jsonl(&out_dir.join("results.jsonl"));
+    assert_eq!(results.len(), 18);
+    let by: HashMap<(String, u64), &Value> = results
+        .iter()
+        .map(|r| {
+            (
+                (
+                    r["task_id"].as_str().unwrap().to_string(),
+                    r["sample"].as_u64().unwrap(),
+                ),
+                r,
+            )
+        })
+        .collect();
+    let get = |task: &str, s: u64| by[&(task.to_string(), s)];
+    let status = |task: &str, s: u64| get(task, s)["status"].as_str().unwrap().to_string();
+    let expect = |task: &str, s: u64, want: &str| {
+        let r = get(task, s);
+        assert_eq!(r["status"], want, "{task} sample {s}: {r:#}");
+    };
+    let failure_type = |task: &str, s: u64| {
+        get(task, s)["failure"]["type"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    let rule = |task: &str, s: u64| {
+        get(task, s)["taxonomy"]["rule"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+
+    // fn/scale: one answer of every kind
+    expect("fn/scale", 0, "pass");
+    assert_eq!(get("fn/scale", 0)["extraction"], "python_block");
+    expect("fn/scale", 1, "fail");
+    expect("fn/scale", 2, "no_code");
+    expect("fn/scale", 3, "error");
+    assert_eq!(failure_type("fn/scale", 3), "SyntaxError");
+    assert_eq!(get("fn/scale", 3)["taxonomy"]["category"], "syntax_error");
+    expect("fn/scale", 4, "timeout");
+    expect("fn/scale", 5, "oom");
+    expect("fn/scale", 6, "output_limit");
+    if isolation_available() {
+        expect("fn/scale", 7, "fail");
+        assert_eq!(failure_type("fn/scale", 7), "OSError");
+        assert_eq!(rule("fn/scale", 7), "network");
+    }
+    expect("fn/scale", 8, "fail");
+    assert_eq!(failure_type("fn/scale", 8), "NameError");
+    assert_eq!(
+        get("fn/scale", 8)["taxonomy"]["category"],
+        "hallucinated_object"
+    );
+    expect("fn/scale", 9, "fail");
+    assert_eq!(rule("fn/scale", 9), "assert_shape");
+
+    // Per-test outcomes with the exception's type, message and traceback.
+    let wrong = get("fn/scale", 1);
+    let tests = wrong["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 3);
+    assert_eq!(
+        (wrong["passed"].as_u64(), wrong["total"].as_u64()),
+        (Some(1), Some(3))
+    );
+    let failed = tests.iter().find(|t| t["outcome"] == "failed").unwrap();
+    assert_eq!(failed["type"], "AssertionError");
+    assert!(
+        failed["traceback"]
+            .as_str()
+            .unwrap()
+            .contains("test_task.py"),
+        "{failed}"
+    );
+
+    // An answer without fences that parses is code.
+    expect("fn/moving_average", 0, "pass");
+    assert_eq!(get("fn/moving_average", 0)["extraction"], "raw_text");
+    expect("fn/moving_average", 1, "fail");
+
+    // 200 forked children: whatever the verdict, none may outlive the sample.
+    let forker = status("fn/forker", 0);
+    assert!(forker == "pass" || forker == "timeout", "forker: {forker}");
+    let pids = std::fs::read_to_string(tmp.path().join("reprolab-forked-pids.txt")).unwrap();
+    let pids: Vec<i32> = pids.lines().filter_map(|l| l.trim().parse().ok()).collect();
+    assert!(!pids.is_empty(), "the forker forked");
+    let survivors: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+    assert!(survivors.is_empty(), "children left running: {survivors:?}");
+
+    // Repository tasks: the definition is replaced in a copy, never in the fixture.
+    expect("repo/clip", 0, "pass");
+    expect("repo/clip", 1, "patch_error");
+    assert_eq!(rule("repo/clip", 1), "no_definition");
+    expect("repo/clip", 2, "fail");
+    assert_eq!(
+        (
+            get("repo/clip", 2)["passed"].as_u64(),
+            get("repo/clip", 2)["total"].as_u64()
+        ),
+        (Some(2), Some(3))
+    );
+    expect("repo/scaler_apply", 0, "pass");
+    expect("repo/scaler_apply", 1, "pass");
+    let ops = std::fs::read_to_string(codegen_fixture("repos/tiny/pkg/ops.py")).unwrap();
+    assert!(ops.contains("return torch.clamp(x, min=lo, max=hi)") && !ops.contains("_bounded"));
+
+    // pass@k: fn/scale has n = 10 samples, c = 1 → pass@1 = 0.1,
+    // pass@5 = 1 − C(9,5)/C(10,5) = 1 − 126/252 = 0.5, pass@10 = 1.
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let scale = summary["per_task"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["task_id"] == "fn/scale")
+        .unwrap();
+    let pass_at = |row: &Value, k: u64| {
+        row["pass_at"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["k"] == k)
+            .unwrap()["value"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(
+        (scale["n"].as_u64(), scale["c"].as_u64()),
+        (Some(10), Some(1))
+    );
+    assert!((pass_at(scale, 1) - 0.1).abs() < 1e-12);
+    assert!((pass_at(scale, 5) - 0.5).abs() < 1e-12);
+    assert!((pass_at(scale, 10) - 1.0).abs() < 1e-12);
+    // Overall pass@1 is the mean over tasks of c/n; only k = 1 is reported (some n < 5).
+    let mut per_task: HashMap<&str, (f64, f64)> = HashMap::new();
+    for r in &results {
+        let e = per_task.entry(r["task_id"].as_str().unwrap()).or_default();
+        e.0 += 1.0;
+        e.1 += (r["status"] == "pass") as u8 as f64;
+    }
+    let expected = per_task.values().map(|(n, c)| c / n).sum::<f64>() / per_task.len() as f64;
+    assert_eq!(summary["ks"], serde_json::json!([1]));
+    assert!((summary["pass_at"][0]["value"].as_f64().unwrap() - expected).abs() < 1e-12);
+    assert_eq!(summary["statuses"]["infra"], 0);
+
+    // Reports
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    for needle in [
+        "Deep-Bench Table 3",
+        "Deep-Bench Table 5",
+        "Distribution of failures",
+        "output_limit",
+        "Harness",
+    ] {
+        assert!(md.contains(needle), "report.md lacks {needle}");
+    }
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && !html.contains("<script"));
+
+    // Second run: everything that ran comes from the store, with the same verdicts.
+    let again = run_fixture(tmp.path(), &out_dir);
+    assert_eq!(again.status.code(), Some(0));
+    let v = json(&again);
+    let ran = results.iter().filter(|r| r["status"] != "no_code").count() as u64;
+    assert_eq!(v["cached"].as_u64(), Some(ran), "every sample reused");
+    let results2 = read_jsonl(&out_dir.join("results.jsonl"));
+    let statuses = |rs: &[Value]| {
+        rs.iter()
+            .map(|r| r["status"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(statuses(&results), statuses(&results2));
+
+    // The report is re-rendered from the run directory alone.
+    let rep = run(reprolab(tmp.path())
+        .args(["codegen", "report", "--json"])
+        .arg(&out_dir));
+    assert_eq!(rep.status.code(), Some(0));
+    assert_eq!(json(&rep)["summary"]["pass_at"], summary["pass_at"]);
+}
+
+#[test]
+fn validate_flags_failing_references_weak_tests_and_missing_targets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(reprolab(tmp.path())
+        .args(["codegen", "validate", "--json", "--wrong", "-j", "1"])
+        .arg(codegen_fixture("broken.jsonl")));
+    assert_eq!(out.status.code(), Some(1), "invalid tasks exit 1");
+    let v = json(&out);
+    let problems = |id: &str| -> String {
+        v["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["task_id"] == id)
+            .unwrap()["problems"]
+            .to_string()
+    };
+    assert!(
+        problems("bad/import").contains("ModuleNotFoundError"),
+        "{}",
+        problems("bad/import")
+    );
+    assert!(
+        problems("bad/weak").contains("wrong[0] passes every test"),
+        "{}",
+        problems("bad/weak")
+    );
+    assert!(
+        problems("bad/few_tests").contains("expected at least 3"),
+        "{}",
+        problems("bad/few_tests")
+    );
+    assert!(
+        problems("bad/missing_target").contains("TargetMissing"),
+        "{}",
+        problems("bad/missing_target")
+    );
+    assert_eq!(v["invalid"], 4);
+}
+
+#[test]
+fn the_fixture_tasks_are_valid_and_their_wrong_solutions_are_caught() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(reprolab(tmp.path())
+        .args(["codegen", "validate", "--wrong", "-j", "1"])
+        .arg(codegen_fixture("tasks.jsonl")));
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("5 of 5 tasks valid"), "{text}");
+    assert!(text.contains("1/1 caught"), "{text}");
+}
+
+#[test]
+fn task_file_errors_name_the_line_and_the_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("tasks.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"id\": \"a\", \"prompt\": \"p\", \"entry_point\": \"f\", \"reference\": \"x\", \"test\": \"y\", \
+         \"labels\": {\"stage\": \"pretraining\", \"task\": \"general\", \"data\": \"image\"}}\n",
+    )
+    .unwrap();
+    let out = run(reprolab(tmp.path()).args(["codegen", "validate"]).arg(&bad));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("tasks.jsonl:1: field `labels.stage`: found \"pretraining\", expected one of: pre_post_processing"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bench_compares_warm_runners_with_fresh_processes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(reprolab(tmp.path())
+        .env("TMPDIR", tmp.path())
+        .args([
+            "codegen",
+            "bench",
+            "--json",
+            "-j",
+            "2",
+            "--repeat",
+            "2",
+            "--only",
+            "fn/moving_average",
+        ])
+        .arg(codegen_fixture("tasks.jsonl")));
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out);
+    assert_eq!(v["samples"], 2);
+    for mode in ["warm", "fresh"] {
+        assert!(v[mode]["samples_per_min"].as_f64().unwrap() > 0.0, "{v}");
+        assert!(v[mode]["mean_overhead_s"].as_f64().unwrap() >= 0.0, "{v}");
+    }
+    assert_eq!(v["status_disagreements"], 0, "{v}");
+    assert!(v["throughput_ratio"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn help_shows_examples() {
+    let tmp = tempfile::tempdir().unwrap();
+    for verb in ["validate", "run", "report", "bench"] {
+        let out = run(reprolab(tmp.path()).args(["codegen", verb, "--help"]));
+        assert_eq!(out.status.code(), Some(0));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Example"),
+            "{verb}"
+        );
+    }
+}
