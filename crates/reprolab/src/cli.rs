@@ -665,9 +665,9 @@ pub struct CodegenRunArgs {
         conflicts_with = "llm"
     )]
     pub generations: Option<PathBuf>,
-    /// Generate the answers with this model (provider:model).
-    #[arg(long, value_name = "SPEC")]
-    pub llm: Option<String>,
+    /// Generate the answers with the model of --llm SPEC (see docs/llm.md).
+    #[command(flatten)]
+    pub llm: crate::llm::LlmArgs,
     /// Samples per task (default with --generations: all in the file; with --llm: 1).
     #[arg(long, short = 'n', value_name = "N")]
     pub samples: Option<u32>,

@@ -369,3 +369,62 @@ fn help_shows_examples() {
         );
     }
 }
+
+#[test]
+fn run_generates_with_an_llm_and_resumes_without_asking_again() {
+    use reprolab_llm::fake::{FakeReply, FakeServer, Flavor};
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    // Two answers for fn/scale: a correct one in prose with a fence, and a wrong one.
+    let server = FakeServer::start_background(
+        Flavor::OpenAi,
+        [FakeReply::Choices(vec![
+            "Here you go:\n```python\nimport torch\n\ndef scale(x, factor):\n    return x * factor\n```\nHope it helps.".into(),
+            "```python\ndef scale(x, factor):\n    return x + factor\n```".into(),
+        ])],
+    );
+    let go = || {
+        let mut c = reprolab(tmp.path());
+        c.env_remove("REPROLAB_LLM_CONFIG")
+            .env("TMPDIR", tmp.path())
+            .env("REPROLAB_LLM", format!("openai:fake@{}", server.base_url()))
+            .args([
+                "codegen",
+                "run",
+                "--json",
+                "--samples",
+                "2",
+                "--temperature",
+                "0.8",
+                "--only",
+                "fn/scale",
+            ])
+            .arg(codegen_fixture("tasks.jsonl"))
+            .arg("--out")
+            .arg(&out);
+        run(&mut c)
+    };
+    let first = go();
+    assert!(
+        first.status.code().is_some(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let results = read_jsonl(&out.join("results.jsonl"));
+    let mut statuses: Vec<String> = results
+        .iter()
+        .map(|r| r["status"].as_str().unwrap_or_default().to_string())
+        .collect();
+    statuses.sort();
+    assert_eq!(statuses, ["fail", "pass"], "{results:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].body["n"], 2);
+    assert_eq!(requests[0].body["temperature"], 0.8);
+    let prompt = requests[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(prompt.contains("def scale(x: torch.Tensor, factor: float)"));
+    // A rerun reads the generations back: the model is not asked again.
+    let second = go();
+    assert_eq!(second.status.code(), first.status.code());
+    assert_eq!(server.requests().len(), 1);
+}

@@ -36,13 +36,34 @@ pub async fn run(g: &Global, c: &CodegenCommand) -> Result<ExitCode> {
     }
 }
 
-/// The model behind `--llm SPEC`. The providers live in reprolab-llm; the lead wires its
-/// `ChatModel` here through an adapter implementing [`Generator`].
-fn llm_generator(spec: &str) -> Result<Box<dyn Generator>> {
-    bail!(
-        "--llm {spec}: not wired yet in this build (the LLM providers are in reprolab-llm); \
-         generate the answers elsewhere and pass them with --generations FILE"
-    )
+/// The model of `--llm` as a code generator: the task's prompt, `n` answers in one request.
+struct LlmGenerator(Arc<dyn reprolab_llm::ChatModel>);
+
+#[async_trait::async_trait]
+impl Generator for LlmGenerator {
+    async fn generate(&self, task: &Task, n: u32, temperature: f64) -> Result<Vec<String>, String> {
+        let request = reprolab_llm::ChatRequest {
+            messages: vec![reprolab_llm::Message::user(
+                reprolab_codegen::generate::prompt_text(task),
+            )],
+            temperature,
+            max_tokens: 2048,
+            n,
+            seed: Some(0),
+            json_mode: false,
+        };
+        let response = self.0.chat(&request).await.map_err(|e| e.to_string())?;
+        Ok(response.choices.into_iter().map(|c| c.text).collect())
+    }
+
+    fn name(&self) -> String {
+        self.0.name()
+    }
+}
+
+fn llm_generator(g: &Global, a: &crate::llm::LlmArgs) -> Result<Box<dyn Generator>> {
+    let model = crate::llm::open(g, a, crate::llm::local_factory(g), None)?.model;
+    Ok(Box::new(LlmGenerator(model)))
 }
 
 fn load(path: &Path, only: &[String]) -> Result<(Vec<Arc<Task>>, HashSet<String>)> {
@@ -262,9 +283,9 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
     }
     let opts = options(g, &a.limits, a.fresh)?;
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    let generator = match &a.llm {
-        Some(spec) => Some(llm_generator(spec)?),
-        None => None,
+    let generator = match &a.generations {
+        None => Some(llm_generator(g, &a.llm)?),
+        Some(_) => None,
     };
     let env = context::python_env(g).await?;
     let mut info = RunInfo {
@@ -275,7 +296,7 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
             (None, None) => String::new(),
         },
         samples: a.samples,
-        temperature: a.llm.as_ref().map(|_| a.temperature),
+        temperature: generator.as_ref().map(|_| a.temperature),
         mode: if a.fresh { "fresh" } else { "warm" }.into(),
         workers: opts.workers,
         memory_mb: opts.memory_mb,
