@@ -53,6 +53,9 @@ pub struct Row {
     /// Alternative ground-truth label sets of the fault (0: none known).
     #[serde(default)]
     pub variants: usize,
+    /// LLM engine: share of the model's reasons mapped to a fault type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapped: Option<f64>,
 }
 
 /// The ground-truth variants of a fault: its `[fix]` labels first, then the distinct label sets
@@ -101,6 +104,12 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
         .iter()
         .map(|r| (r.fault.clone(), r.engine.clone()))
         .collect();
+    let model = if a.engines.contains(&LocalizeEngine::Llm) {
+        Some(crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?.model)
+    } else {
+        None
+    };
+    let llm_opts = a.llm_localize.options();
     let ev = context::evaluator(g).await?;
     let pb = progress::bar(
         (faults.len() * a.engines.len()) as u64,
@@ -127,17 +136,21 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
                 pb.inc(1);
                 continue;
             }
-            let repeats = if engine == LocalizeEngine::Static {
-                1
-            } else {
-                a.repeats
+            // The LLM engine votes over its own --llm-repeats answers in one run; its stability
+            // is that vote's.
+            let repeats = match engine {
+                LocalizeEngine::Static | LocalizeEngine::Llm => 1,
+                _ => a.repeats,
             };
             let mut answers: Vec<Vec<String>> = Vec::new();
             let mut seconds = 0.0;
+            let mut llm_stats = None;
             for seed in 0..repeats as u64 {
                 let t0 = Instant::now();
+                let llm = model.as_deref().map(|m| (m, &llm_opts));
                 let found =
-                    suspects(Some(&ev), None, &subject, &subject.config, engine, seed).await?;
+                    suspects(Some(&ev), llm, &subject, &subject.config, engine, seed).await?;
+                llm_stats = found.llm.as_ref().map(|l| (l.mapped_fraction, l.stability));
                 let (list, trained) = (found.suspects, found.training_s);
                 // Count the training's own duration, not whether the cache answered.
                 seconds += trained.unwrap_or(0.0)
@@ -173,7 +186,7 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
                 rc: score.rc,
                 pr: score.pr,
                 f3: score.f3,
-                stability: n as f64 / repeats as f64,
+                stability: llm_stats.map_or(n as f64 / repeats as f64, |l| l.1),
                 repeats,
                 seconds: seconds / repeats as f64,
                 gt_after: Vec::new(),
@@ -181,6 +194,7 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
                 pr_after: score.pr,
                 f3_after: score.f3,
                 variants: 0,
+                mapped: llm_stats.map(|l| l.0),
             };
             writeln!(out, "{}", serde_json::to_string(&row)?)?;
             out.flush()?;
@@ -247,6 +261,7 @@ fn summary_rows(rows: &[Row], engines: &[LocalizeEngine]) -> Vec<Vec<String>> {
             "F3 all",
             "stability",
             "s per fault",
+            "mapped",
         ]
         .map(String::from)
         .to_vec(),
@@ -280,6 +295,7 @@ fn summary_rows(rows: &[Row], engines: &[LocalizeEngine]) -> Vec<Vec<String>> {
             of(None, |r| r.f3),
             of(None, |r| r.stability),
             of(None, |r| r.seconds),
+            avg(rs.iter().filter_map(|r| r.mapped).collect()),
         ]);
     }
     out
