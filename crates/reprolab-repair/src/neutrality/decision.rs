@@ -255,7 +255,9 @@ mod tests {
     #[test]
     fn diverged_trainings_are_worse_even_when_the_glm_misses_them() {
         // D7, lr 0.316: every run's MAE between 1e21 and 1e24; the fix's about 0.12.
-        let fix = vals(&[0.12, 0.10, 0.15, 0.11, 0.13, 0.09, 0.125, 0.14, 0.115, 0.105]);
+        let fix = vals(&[
+            0.12, 0.10, 0.15, 0.11, 0.13, 0.09, 0.125, 0.14, 0.115, 0.105,
+        ]);
         let diverged = vals(&[
             7.4e21, 9.5e23, 6.0e22, 1.5e24, 3.7e22, 1.9e22, 9.3e20, 1.9e22, 1.8e22, 1.7e22,
         ]);

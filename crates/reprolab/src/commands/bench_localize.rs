@@ -163,7 +163,7 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
                 .unwrap_or_default();
             let labels: Vec<_> = mode.iter().filter_map(|s| s.parse().ok()).collect();
             let score = loc::score(&labels, &gt);
-            let row = Row {
+            let mut row = Row {
                 fault: subject.name.clone(),
                 origin: origin.clone(),
                 engine: name,
@@ -181,6 +181,8 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
                 f3_after: score.f3,
                 variants: 0,
             };
+            // Scored after the engine answered: the ground truth never reaches the engines.
+            score_after(&mut row, &gt_variants(dir, &subject)?);
             writeln!(out, "{}", serde_json::to_string(&row)?)?;
             out.flush()?;
             rows.push(row);
@@ -189,8 +191,8 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
     }
     pb.finish_and_clear();
     ev.shutdown().await;
-    // Ground-truth variants per fault, read now (an analysis may have run since a row was
-    // written); the engines above never saw them.
+    // Ground-truth variants per fault, read again now: an analysis may have run since an
+    // earlier (resumed) row was written.
     let mut variants: BTreeMap<String, Vec<Vec<FaultLabel>>> = BTreeMap::new();
     for (dir, _) in &faults {
         if let Ok(s) = Subject::load(dir) {
