@@ -70,7 +70,12 @@ pub fn radial_tree(title: &str, nodes: &[TreeNode], legend: &[(String, String)])
     let radius = ring * max_depth as f64;
     let (legend_h, head) = (18.0 * legend.len() as f64 + 10.0, 34.0);
     let size = 2.0 * radius + 80.0;
-    let (w, h) = (size.max(420.0), size + head + legend_h);
+    // Wide enough for the title and the legend (about 7 px per character at these sizes).
+    let text_w = legend
+        .iter()
+        .map(|(_, t)| 40.0 + 7.0 * t.chars().count() as f64)
+        .fold(20.0 + 8.0 * title.chars().count() as f64, f64::max);
+    let (w, h) = (size.max(text_w), size + head + legend_h);
     let (cx, cy) = (w / 2.0, head + legend_h + size / 2.0);
     // Angle (centre of the wedge) per node.
     let mut angle = vec![0.0f64; n];
@@ -189,6 +194,20 @@ mod tests {
             d(circles[0], circles[3]) > r1 + 10.0,
             "depth 2 is further out"
         );
+    }
+
+    #[test]
+    fn a_long_title_widens_the_picture() {
+        let title = "cancer-binary-HLR-lr-10: neutrality graph (28 nodes, 28 alternative GTs)";
+        let svg = radial_tree(title, &[node(None, "#000")], &[]);
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let w: f64 = doc
+            .root_element()
+            .attribute("width")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(w >= 7.0 * title.len() as f64, "{w}");
     }
 
     #[test]

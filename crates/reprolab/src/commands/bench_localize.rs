@@ -177,7 +177,7 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
                 .unwrap_or_default();
             let labels: Vec<_> = mode.iter().filter_map(|s| s.parse().ok()).collect();
             let score = loc::score(&labels, &gt);
-            let row = Row {
+            let mut row = Row {
                 fault: subject.name.clone(),
                 origin: origin.clone(),
                 engine: name,
@@ -196,6 +196,8 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
                 variants: 0,
                 mapped: llm_stats.map(|l| l.0),
             };
+            // Scored after the engine answered: the ground truth never reaches the engines.
+            score_after(&mut row, &gt_variants(dir, &subject)?);
             writeln!(out, "{}", serde_json::to_string(&row)?)?;
             out.flush()?;
             rows.push(row);
@@ -204,8 +206,8 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
     }
     pb.finish_and_clear();
     ev.shutdown().await;
-    // Ground-truth variants per fault, read now (an analysis may have run since a row was
-    // written); the engines above never saw them.
+    // Ground-truth variants per fault, read again now: an analysis may have run since an
+    // earlier (resumed) row was written.
     let mut variants: BTreeMap<String, Vec<Vec<FaultLabel>>> = BTreeMap::new();
     for (dir, _) in &faults {
         if let Ok(s) = Subject::load(dir) {

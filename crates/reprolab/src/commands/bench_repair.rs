@@ -4,7 +4,7 @@
 //! faults have alternative ground truths (`alternatives.json`), AJ is also given against the
 //! best-matching variant ("AJ after").
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::Write as _;
 use std::process::ExitCode;
 
@@ -118,6 +118,8 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
     } else {
         None
     };
+    // Ground-truth variants for AJ after; the repair engines never see them.
+    let variants = read_variants(&faults)?;
     let ev = context::evaluator(g).await?;
     let pb = progress::bar(total as u64, "bench repair", g.json);
     pb.inc(done.len().min(total) as u64);
@@ -180,7 +182,7 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
                             mean(&vals).unwrap_or(f64::NAN)
                         }
                     };
-                    let row = Row {
+                    let mut row = Row {
                         fault: subject.name.clone(),
                         engine: serde_name(engine),
                         budget: budget_name.clone(),
@@ -212,6 +214,7 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
                         patch_types: Some(v.map_or(Vec::new(), |v| v.patch_types.clone())),
                         aj_after: None,
                     };
+                    row.aj_after = aj_after(&row, &variants);
                     writeln!(results, "{}", serde_json::to_string(&row)?)?;
                     results.flush()?;
                     progress::line(
@@ -243,7 +246,12 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
         .filter_map(|(d, _)| Subject::load(d).ok().map(|s| s.name))
         .collect();
     rows.retain(|r| names.contains(&r.fault));
-    let with_alternatives = score_after(&mut rows, &faults)?;
+    // Read again: an analysis may have run since an earlier (resumed) row was written.
+    let variants = read_variants(&faults)?;
+    for r in rows.iter_mut() {
+        r.aj_after = aj_after(r, &variants);
+    }
+    let with_alternatives = variants.values().filter(|(_, a)| !a.is_empty()).count();
     // Tables follow the order of --engines and --budgets, whatever order the cells ran in.
     let engine_pos = |e: &str| {
         a.engines
@@ -298,12 +306,13 @@ fn fmt(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:.2}"))
 }
 
-/// Sets every row's `aj_after` from its fault's ground-truth variants; returns how many of the
-/// faults have alternatives.
-fn score_after(
-    rows: &mut [Row],
+/// Per fault name: its ground-truth types and the label sets of its alternative ground truths
+/// (empty without `alternatives.json`).
+type Variants = BTreeMap<String, (BTreeSet<FaultType>, Vec<Vec<reprolab_core::FaultLabel>>)>;
+
+fn read_variants(
     faults: &[(std::path::PathBuf, Option<reprolab_faults::FaultRecord>)],
-) -> Result<usize> {
+) -> Result<Variants> {
     let mut variants = BTreeMap::new();
     for (dir, _) in faults {
         let subject = Subject::load(dir)?;
@@ -312,14 +321,16 @@ fn score_after(
             .unwrap_or_default();
         variants.insert(subject.name.clone(), (gt_types(&subject), alts));
     }
-    for r in rows.iter_mut() {
-        r.aj_after = match (variants.get(&r.fault), &r.patch_types) {
-            (Some((_, alts)), _) if alts.is_empty() => r.aj,
-            (Some((gt, alts)), Some(types)) => best_aj(&types.iter().copied().collect(), gt, alts),
-            _ => None,
-        };
+    Ok(variants)
+}
+
+/// AJ against the best ground-truth variant (the row's own AJ when the fault has none).
+fn aj_after(row: &Row, variants: &Variants) -> Option<f64> {
+    match (variants.get(&row.fault), &row.patch_types) {
+        (Some((_, alts)), _) if alts.is_empty() => row.aj,
+        (Some((gt, alts)), Some(types)) => best_aj(&types.iter().copied().collect(), gt, alts),
+        _ => None,
     }
-    Ok(variants.values().filter(|(_, a)| !a.is_empty()).count())
 }
 
 fn summary_rows(rows: &[Row], after: bool) -> Vec<Vec<String>> {
