@@ -178,7 +178,7 @@ pub fn open_with_log(
     Ok(LlmSession { model, meter, log })
 }
 
-/// The factory of `local:` models (the embedded GGUF runtime).
+/// The factory of `local:` models (the embedded GGUF runtime, [`crate::llm_local`]).
 pub fn local_factory(_g: &Global) -> Option<LocalFactory<'static>> {
-    None
+    Some(&crate::llm_local::open)
 }

@@ -4,6 +4,7 @@ mod cli;
 mod commands;
 mod context;
 mod llm;
+mod llm_local;
 mod progress;
 mod table;
 mod trainer;
@@ -15,6 +16,12 @@ use clap::Parser;
 use cli::{Cli, Command};
 
 fn main() -> ExitCode {
+    // candle reads its thread count once; one thread decodes faster than two on 2 shared cores
+    // (measured, docs/llm-local.md), and the trainings need the other core.
+    if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
+        // SAFETY: no other thread exists yet.
+        unsafe { std::env::set_var("CANDLE_NUM_THREADS", "1") };
+    }
     let cli = Cli::parse();
     init_tracing(cli.global.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()

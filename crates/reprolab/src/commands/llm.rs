@@ -41,7 +41,7 @@ pub async fn chat(g: &Global, a: &LlmChatArgs) -> Result<ExitCode> {
     let store = context::open_store(g)?;
     let run_id = store.start_run("llm chat", &json!({"llm": a.llm.llm, "n": a.n}))?;
     let log = Arc::new(StoreCallLog::new(store, Some(run_id)));
-    let session = match llm::open_with_log(&a.llm, None, log.clone()) {
+    let session = match llm::open_with_log(&a.llm, llm::local_factory(g), log.clone()) {
         Ok(s) => s,
         Err(e) => {
             let _ = log
