@@ -16,8 +16,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use reprolab_llm::{
-    ChatModel, ChatRequest, ChatResponse, Choice, FinishReason, LlmError, Role, Usage,
-    request_hash,
+    ChatModel, ChatRequest, ChatResponse, Choice, FinishReason, LlmError, Role, Usage, request_hash,
 };
 use reprolab_llm_local::{GenOptions, KnownModel, LocalModel, ensure_weights, models_dir};
 
@@ -67,7 +66,11 @@ impl ChatModel for Local {
             let mut choices = Vec::new();
             let mut usage = Usage::default();
             // Greedy decoding is deterministic: one generation stands for all n samples.
-            let distinct = if req.temperature <= 0.0 { 1 } else { req.n.max(1) };
+            let distinct = if req.temperature <= 0.0 {
+                1
+            } else {
+                req.n.max(1)
+            };
             for i in 0..distinct {
                 let opts = GenOptions {
                     max_tokens: req.max_tokens,
@@ -136,9 +139,8 @@ fn weights(spec: &str) -> Result<PathBuf, LlmError> {
 /// Loads `local:SPEC`.
 pub fn open(spec: &str) -> Result<Arc<dyn ChatModel>, LlmError> {
     let path = weights(spec)?;
-    let model = LocalModel::load(&path).map_err(|e| {
-        LlmError::Config(format!("cannot load {}: {e}", path.display()))
-    })?;
+    let model = LocalModel::load(&path)
+        .map_err(|e| LlmError::Config(format!("cannot load {}: {e}", path.display())))?;
     let name = spec.to_string();
     Ok(Arc::new(Local {
         name,

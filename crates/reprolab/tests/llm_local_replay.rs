@@ -73,21 +73,18 @@ fn local_model_localisation_replays_offline() {
 #[test]
 fn local_model_repair_replays_offline() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = run(cmd(tmp.path())
-        .args(["--json", "repair"])
-        .arg(d7())
-        .args([
-            "--engine",
-            "llm",
-            "--samples",
-            "2",
-            "--temperature",
-            "0.7",
-            "--budget",
-            "20x",
-            "--runs",
-            "6",
-        ]));
+    let out = run(cmd(tmp.path()).args(["--json", "repair"]).arg(d7()).args([
+        "--engine",
+        "llm",
+        "--samples",
+        "2",
+        "--temperature",
+        "0.7",
+        "--budget",
+        "20x",
+        "--runs",
+        "6",
+    ]));
     assert_finished(&out);
     let v = json(&out);
     let suggestions = v["run"]["llm"]["suggestions"].as_array().unwrap();
@@ -100,30 +97,33 @@ fn local_model_repair_replays_offline() {
         );
     }
     // The faulty config is trial 0; every usable patch is one more trial.
-    let usable = suggestions.iter().filter(|s| s["patch"].as_object().is_some_and(|p| !p.is_empty())).count();
+    let usable = suggestions
+        .iter()
+        .filter(|s| s["patch"].as_object().is_some_and(|p| !p.is_empty()))
+        .count();
     let search = &v["run"]["search"];
     assert_eq!(search["engine"], "llm");
-    assert!(search["trials"].as_array().unwrap().len() <= 1 + usable, "{search}");
+    assert!(
+        search["trials"].as_array().unwrap().len() <= 1 + usable,
+        "{search}"
+    );
 }
 
 #[test]
 fn local_model_refine_replays_offline() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = run(cmd(tmp.path())
-        .args(["--json", "repair"])
-        .arg(d7())
-        .args([
-            "--engine",
-            "llm-refine",
-            "--samples",
-            "1",
-            "--rounds",
-            "2",
-            "--budget",
-            "20x",
-            "--runs",
-            "6",
-        ]));
+    let out = run(cmd(tmp.path()).args(["--json", "repair"]).arg(d7()).args([
+        "--engine",
+        "llm-refine",
+        "--samples",
+        "1",
+        "--rounds",
+        "2",
+        "--budget",
+        "20x",
+        "--runs",
+        "6",
+    ]));
     assert_finished(&out);
     let v = json(&out);
     assert_eq!(v["run"]["search"]["engine"], "llm-refine");
