@@ -70,23 +70,22 @@ fn local_model_localisation_replays_offline() {
     assert!((0.0..=1.0).contains(&mapped));
 }
 
+/// `repair D7 ENGINE_ARGS --budget 20x --runs 6 --json` from the recordings: its JSON, after
+/// checking that it finished.
+fn repair_d7(engine_args: &[&str]) -> serde_json::Value {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(cmd(tmp.path())
+        .args(["--json", "repair"])
+        .arg(d7())
+        .args(engine_args)
+        .args(["--budget", "20x", "--runs", "6"]));
+    assert_finished(&out);
+    json(&out)
+}
+
 #[test]
 fn local_model_repair_replays_offline() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = run(cmd(tmp.path()).args(["--json", "repair"]).arg(d7()).args([
-        "--engine",
-        "llm",
-        "--samples",
-        "2",
-        "--temperature",
-        "0.7",
-        "--budget",
-        "20x",
-        "--runs",
-        "6",
-    ]));
-    assert_finished(&out);
-    let v = json(&out);
+    let v = repair_d7(&["--engine", "llm", "--samples", "2", "--temperature", "0.7"]);
     let suggestions = v["run"]["llm"]["suggestions"].as_array().unwrap();
     assert_eq!(suggestions.len(), 2);
     for s in suggestions {
@@ -111,21 +110,7 @@ fn local_model_repair_replays_offline() {
 
 #[test]
 fn local_model_refine_replays_offline() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = run(cmd(tmp.path()).args(["--json", "repair"]).arg(d7()).args([
-        "--engine",
-        "llm-refine",
-        "--samples",
-        "1",
-        "--rounds",
-        "2",
-        "--budget",
-        "20x",
-        "--runs",
-        "6",
-    ]));
-    assert_finished(&out);
-    let v = json(&out);
+    let v = repair_d7(&["--engine", "llm-refine", "--samples", "1", "--rounds", "2"]);
     assert_eq!(v["run"]["search"]["engine"], "llm-refine");
     assert_eq!(v["run"]["llm"]["suggestions"].as_array().unwrap().len(), 2);
 }
