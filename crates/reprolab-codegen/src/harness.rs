@@ -700,6 +700,7 @@ fn build_result(
         total: judged.total,
         failure: judged.failure,
         taxonomy,
+        refinement: None,
         wall_s,
         tests_s: judged.tests_s,
         timeout_s: job.timeout_s,

@@ -1,8 +1,9 @@
 //! The deep-learning code-generation benchmark of reprolab, after Deep-Bench: task files
 //! (function-level tasks and DL-Bench-style repository tasks), code extraction from model
 //! answers, a sandboxed pytest harness with warm runners, unbiased pass@k and partial pass
-//! rates by stage, task and data type, Deep-Bench's failure taxonomy assigned from the evidence,
-//! and Markdown/HTML reports. Results are stored per sample, so runs resume.
+//! rates by stage, task and data type, Deep-Bench's failure taxonomy assigned from the evidence
+//! (optionally refined by an LLM classifier), and Markdown/HTML reports. Results are stored per
+//! sample, so runs resume.
 //!
 //! Modules, each with one job:
 //! * [`task`] – task files and their validation;
@@ -15,6 +16,7 @@
 //! * [`harness`] – the pipeline: extract, look up, patch, run, judge, store;
 //! * [`outcome`] – statuses and per-test outcomes;
 //! * [`taxonomy`] – failure categories and the rules that assign them;
+//! * [`refine`] – an LLM classifier's second opinion on those labels, stored for reruns;
 //! * [`metrics`] – pass@k, partial pass rate, grouped tables, taxonomy distribution;
 //! * [`report`], [`rundir`] – the run directory and its report.
 
@@ -25,6 +27,7 @@ pub mod harness;
 pub mod metrics;
 pub mod outcome;
 pub mod patch;
+pub mod refine;
 pub mod repo;
 pub mod report;
 pub mod rundir;

@@ -1,7 +1,8 @@
 //! From per-sample results to the benchmark's numbers: unbiased pass@k (k ∈ {1, 5, 10} where
 //! every task has n ≥ k), the partial pass rate, Deep-Bench's tables by stage, task and data
 //! type, status counts with timeouts and infrastructure errors apart, the failure taxonomy's
-//! distribution (appendix F) and the harness's own cost per sample.
+//! distribution (appendix F; an LLM classifier's label where it gave one, with how many labels
+//! it changed) and the harness's own cost per sample.
 //!
 //! Tasks whose reference solution does not pass are left out of every aggregate and listed
 //! with the reason (Deep-Bench's maintainers found 213 of 490 references failing their own
@@ -14,6 +15,7 @@ use reprolab_stats::pass_at_k;
 use serde::Serialize;
 
 use crate::outcome::{Role, SampleResult, Status};
+use crate::refine::Verdict;
 use crate::task::{DataType, LabelValue, Labels, Stage, TaskType};
 use crate::taxonomy::{Category, Subtype};
 
@@ -59,6 +61,32 @@ pub struct TaxonomyRow {
     pub category_total: u64,
 }
 
+/// A failure's category and subtype.
+type Kind = (Category, Subtype);
+
+/// A label an LLM classifier changed: the rules' and the classifier's, with how often.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LabelChange {
+    pub rules: Kind,
+    pub classifier: Kind,
+    pub count: u64,
+}
+
+/// What an LLM classifier (`--classify-llm`) did to the counted failures' labels.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Classified {
+    /// The classifier models asked.
+    pub models: Vec<String>,
+    /// Failures asked about, and how many of them got each verdict.
+    pub asked: u64,
+    pub labelled: u64,
+    pub unparsed: u64,
+    pub failed: u64,
+    /// Labelled failures whose category or subtype differs from the rules'.
+    pub changed: u64,
+    pub changes: Vec<LabelChange>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Excluded {
     pub task_id: String,
@@ -94,6 +122,8 @@ pub struct Summary {
     /// How many failures each taxonomy rule labelled.
     pub rules: BTreeMap<String, u64>,
     pub failures: u64,
+    /// `None` when no classifier was asked.
+    pub classifier: Option<Classified>,
     pub excluded: Vec<Excluded>,
     pub timing: Timing,
 }
@@ -114,6 +144,44 @@ fn median(mut xs: Vec<f64>) -> f64 {
 fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
     let (s, n) = xs.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
     (n > 0).then(|| s / n as f64)
+}
+
+/// The classifier's verdicts over `samples`; `None` when it was asked about none.
+fn classified(samples: &[&SampleResult]) -> Option<Classified> {
+    let mut c = Classified::default();
+    // (rules' label, classifier's label) -> count
+    let mut changes: BTreeMap<(Kind, Kind), u64> = BTreeMap::new();
+    for s in samples {
+        let (Some(f), Some(label)) = (&s.refinement, &s.taxonomy) else {
+            continue;
+        };
+        c.asked += 1;
+        match f.verdict {
+            Verdict::Labelled => c.labelled += 1,
+            Verdict::Unparsed => c.unparsed += 1,
+            Verdict::Failed => c.failed += 1,
+        }
+        if !c.models.contains(&f.model) {
+            c.models.push(f.model.clone());
+        }
+        if s.relabelled() {
+            c.changed += 1;
+            let from = (f.rules.category, f.rules.subtype);
+            *changes
+                .entry((from, (label.category, label.subtype)))
+                .or_default() += 1;
+        }
+    }
+    c.changes = changes
+        .into_iter()
+        .map(|((rules, classifier), count)| LabelChange {
+            rules,
+            classifier,
+            count,
+        })
+        .collect();
+    c.changes.sort_by_key(|x| std::cmp::Reverse(x.count));
+    (c.asked > 0).then_some(c)
 }
 
 /// The reason a task is left out, if it is.
@@ -297,6 +365,7 @@ pub fn summarize(results: &[SampleResult], references: &[SampleResult]) -> Summa
         taxonomy,
         rules,
         failures,
+        classifier: classified(&counted),
         excluded,
         timing,
     }
@@ -335,6 +404,7 @@ mod tests {
                 rule: "type_mismatch".into(),
                 source: LabelSource::Rules,
             }),
+            refinement: None,
             wall_s: 1.0,
             tests_s: 0.25,
             timeout_s: 5.0,
@@ -413,6 +483,65 @@ mod tests {
         assert_eq!(s.taxonomy[0].count, 17);
         assert_eq!(s.rules["type_mismatch"], 17);
         assert!((s.timing.mean_overhead_s - 0.75).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_distribution_uses_the_classifiers_labels_and_counts_the_changes() {
+        use crate::refine::{Refinement, Verdict};
+        let refined = |i: u32, verdict: Verdict, to: (Category, Subtype)| {
+            let mut r = sample("a", i, Status::Fail, Stage::Training);
+            let rules = r.taxonomy.clone().unwrap();
+            let label = r.taxonomy.as_mut().unwrap();
+            (label.category, label.subtype) = to;
+            label.source = LabelSource::Llm;
+            r.refinement = Some(Refinement {
+                model: "m".into(),
+                verdict,
+                rules,
+                detail: String::new(),
+            });
+            r
+        };
+        let same = (Category::WrongInputType, Subtype::TypeMismatch);
+        let other = (Category::SillyMistake, Subtype::NotDlRelated);
+        let results = vec![
+            refined(0, Verdict::Labelled, other),
+            refined(1, Verdict::Labelled, other),
+            refined(2, Verdict::Labelled, same),
+            refined(3, Verdict::Unparsed, same),
+            refined(4, Verdict::Failed, same),
+            sample("a", 5, Status::Fail, Stage::Training),
+        ];
+        let s = summarize(&results, &[]);
+        let c = s.classifier.unwrap();
+        assert_eq!(
+            (c.asked, c.labelled, c.unparsed, c.failed, c.changed),
+            (5, 3, 1, 1, 2)
+        );
+        assert_eq!(c.models, ["m"]);
+        assert_eq!(
+            c.changes,
+            [LabelChange {
+                rules: same,
+                classifier: other,
+                count: 2
+            }]
+        );
+        let count = |cat: Category| {
+            s.taxonomy
+                .iter()
+                .filter(|t| t.category == cat)
+                .map(|t| t.count)
+                .sum::<u64>()
+        };
+        assert_eq!(
+            (
+                count(Category::SillyMistake),
+                count(Category::WrongInputType)
+            ),
+            (2, 4)
+        );
+        assert!(summarize(&results[5..], &[]).classifier.is_none());
     }
 
     #[test]

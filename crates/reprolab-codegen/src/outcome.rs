@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::extract::Origin;
+use crate::refine::{Refinement, Verdict};
 use crate::task::Labels;
 use crate::taxonomy::Label;
 
@@ -119,8 +120,12 @@ pub struct SampleResult {
     pub total: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+    /// The failure's label: the rules', or an LLM classifier's where it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taxonomy: Option<Label>,
+    /// The LLM classifier's opinion and the rules' label, when one was asked (`--classify-llm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refinement: Option<Refinement>,
     /// Harness wall time for the sample: work directory, start, pytest, result.
     pub wall_s: f64,
     /// The tests' own run time as pytest reports it (setup + call + teardown of every test).
@@ -145,6 +150,17 @@ impl SampleResult {
             0.0
         } else {
             self.passed as f64 / self.total as f64
+        }
+    }
+
+    /// Whether an LLM classifier replaced the rules' label with another category or subtype.
+    pub fn relabelled(&self) -> bool {
+        match (&self.refinement, &self.taxonomy) {
+            (Some(f), Some(l)) => {
+                f.verdict == Verdict::Labelled
+                    && (l.category, l.subtype) != (f.rules.category, f.rules.subtype)
+            }
+            _ => false,
         }
     }
 

@@ -1,13 +1,14 @@
 //! The run report (Markdown and self-contained HTML with SVG bar charts): overall pass@k and
 //! partial pass rate, status counts, Deep-Bench's Tables 3–5 (by stage, task and data type), the
-//! failure taxonomy in the layout of its appendix F (Table 6), per-task rows and the harness's
-//! cost per sample.
+//! failure taxonomy in the layout of its appendix F (Table 6) with what an LLM classifier changed,
+//! per-task rows and the harness's cost per sample.
 
 use reprolab_report::{Cell, Figure, Report, Section, Table, svg};
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::{GroupRow, Summary};
+use crate::metrics::{Classified, GroupRow, Summary};
 use crate::outcome::Status;
+use crate::taxonomy::{Category, Subtype};
 
 /// What the run was, for the report's header (also `run.json` of the run directory).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -75,6 +76,45 @@ fn group_figure(name: &str, title: &str, rows: &[GroupRow], ks: &[u64]) -> Optio
         caption: format!("pass@1 (%) {title}"),
         svg: svg::bar_chart(&format!("pass@1 {title}"), "pass@1 (%)", &bars, Some(100.0)),
     })
+}
+
+/// What the LLM classifier did, in a sentence.
+fn classifier_text(c: &Classified) -> String {
+    format!(
+        "An LLM classifier ({}) was asked about {} of these failures with the task's prompt, the code and \
+         the evidence: {} answers named a label of the taxonomy, which the distribution above uses; {} of \
+         them differ from the rules' label (below). {} answers named no valid label and {} calls failed; \
+         those failures keep the rules' label.",
+        c.models.join(", "),
+        c.asked,
+        c.labelled,
+        c.changed,
+        c.unparsed,
+        c.failed
+    )
+}
+
+fn changes_table(c: &Classified) -> Table {
+    let name = |(cat, sub): (Category, Subtype)| format!("{} / {}", cat.title(), sub.title());
+    Table {
+        caption: "Labels the LLM classifier changed".into(),
+        headers: vec![
+            "rules' label".into(),
+            "classifier's label".into(),
+            "failures".into(),
+        ],
+        rows: c
+            .changes
+            .iter()
+            .map(|x| {
+                vec![
+                    Cell::from(name(x.rules)),
+                    Cell::from(name(x.classifier)),
+                    Cell::from(x.count.to_string()),
+                ]
+            })
+            .collect(),
+    }
 }
 
 /// Build the report of a run.
@@ -231,26 +271,39 @@ pub fn build(title: &str, info: &RunInfo, s: &Summary) -> Report {
             .map(|(rule, n)| vec![Cell::from(rule.clone()), Cell::from(n.to_string())])
             .collect()
     };
+    let mut paragraphs = vec![format!(
+        "{} failing samples labelled with Deep-Bench's categories and DL-specific subtypes (appendix E) \
+         from their evidence: status, exception type, message and traceback. The rules that fired are \
+         listed below; `fallback` counts failures no specific rule recognised.",
+        s.failures
+    )];
+    let mut tables = vec![
+        Table {
+            caption: "Distribution of failures (Deep-Bench appendix F, Table 6)".into(),
+            headers: vec![
+                "category".into(),
+                "DL-related subtype".into(),
+                "#".into(),
+                "category total".into(),
+            ],
+            rows: tax_rows,
+        },
+        Table {
+            caption: "Rules that labelled the failures".into(),
+            headers: vec!["rule".into(), "failures".into()],
+            rows: rules_rows,
+        },
+    ];
+    if let Some(c) = &s.classifier {
+        paragraphs.push(classifier_text(c));
+        if !c.changes.is_empty() {
+            tables.push(changes_table(c));
+        }
+    }
     sections.push(Section {
         heading: "Failure taxonomy".into(),
-        paragraphs: vec![format!(
-            "{} failing samples labelled with Deep-Bench's categories and DL-specific subtypes (appendix E) \
-             from their evidence: status, exception type, message and traceback. The rules that fired are \
-             listed below; `fallback` counts failures no specific rule recognised.",
-            s.failures
-        )],
-        tables: vec![
-            Table {
-                caption: "Distribution of failures (Deep-Bench appendix F, Table 6)".into(),
-                headers: vec!["category".into(), "DL-related subtype".into(), "#".into(), "category total".into()],
-                rows: tax_rows,
-            },
-            Table {
-                caption: "Rules that labelled the failures".into(),
-                headers: vec!["rule".into(), "failures".into()],
-                rows: rules_rows,
-            },
-        ],
+        paragraphs,
+        tables,
         figures: (!cats.is_empty())
             .then(|| Figure {
                 name: "taxonomy".into(),

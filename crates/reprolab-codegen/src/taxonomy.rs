@@ -896,10 +896,13 @@ pub fn rule_ids() -> Vec<&'static str> {
     RULES.iter().map(|r| r.id).collect()
 }
 
-/// A model that answers a classification prompt with text (wired to an LLM by the binary).
+/// A model that answers a classification prompt with text (wired to an LLM by the binary;
+/// [`crate::refine`] asks it about every failed sample).
 #[async_trait]
 pub trait FailureClassifier: Send + Sync {
     async fn classify(&self, prompt: &str) -> Result<String, String>;
+    /// Names the model: recorded with each answer and part of the key answers are stored under.
+    fn name(&self) -> String;
 }
 
 /// The prompt that asks a model to label one failure, given the rules' guess.
@@ -958,33 +961,6 @@ pub fn parse_refinement(answer: &str) -> Option<(Category, Subtype)> {
         rest = &tail[1..];
     }
     None
-}
-
-/// Ask `classifier` to refine the rules' label; the rules' label stands when the model fails
-/// or answers something outside the taxonomy.
-pub async fn refine(
-    classifier: &dyn FailureClassifier,
-    task_prompt: &str,
-    code: &str,
-    e: &Evidence<'_>,
-    guess: Label,
-) -> Label {
-    let prompt = refine_prompt(task_prompt, code, e, &guess);
-    match classifier.classify(&prompt).await {
-        Ok(answer) => match parse_refinement(&answer) {
-            Some((category, subtype)) => Label {
-                category,
-                subtype,
-                rule: guess.rule,
-                source: LabelSource::Llm,
-            },
-            None => guess,
-        },
-        Err(err) => {
-            tracing::warn!("the failure classifier failed, keeping the rules' label: {err}");
-            guess
-        }
-    }
 }
 
 #[cfg(test)]
@@ -1480,39 +1456,5 @@ mod tests {
         );
         assert_eq!(parse_refinement("no idea"), None);
         assert_eq!(parse_refinement("{\"category\": \"other\"}"), None);
-    }
-
-    struct Canned(Result<String, String>);
-
-    #[async_trait]
-    impl FailureClassifier for Canned {
-        async fn classify(&self, prompt: &str) -> Result<String, String> {
-            assert!(prompt.contains("mat1 and mat2") && prompt.contains("wrong_input_type"));
-            self.0.clone()
-        }
-    }
-
-    #[tokio::test]
-    async fn refine_keeps_the_rules_label_when_the_model_fails() {
-        let e = fail("RuntimeError", "mat1 and mat2 shapes cannot be multiplied");
-        let guess = classify(&e).unwrap();
-        let ok = Canned(Ok(
-            "{\"category\": \"misinterpretation\", \"subtype\": \"shape_dimension_mismatch\"}"
-                .into(),
-        ));
-        let l = refine(&ok, "prompt", "code", &e, guess.clone()).await;
-        assert_eq!(
-            (l.category, l.subtype, l.source),
-            (
-                Category::Misinterpretation,
-                Subtype::ShapeDimensionMismatch,
-                LabelSource::Llm
-            )
-        );
-        assert_eq!(l.rule, "operation_shape");
-        let broken = Canned(Err("timeout".into()));
-        assert_eq!(refine(&broken, "p", "c", &e, guess.clone()).await, guess);
-        let nonsense = Canned(Ok("I think it's a shape issue".into()));
-        assert_eq!(refine(&nonsense, "p", "c", &e, guess.clone()).await, guess);
     }
 }

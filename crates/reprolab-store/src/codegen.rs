@@ -1,7 +1,9 @@
 //! Results of `reprolab codegen`: one row per evaluated sample (or reference solution), keyed by
 //! a content hash the codegen crate computes over the task, the sample, the code, the limits and
-//! the environment. The record itself is the codegen crate's JSON; the store keeps it opaque so
-//! that its fields can grow without a migration.
+//! the environment; and one row per answer of the failure classifier (`--classify-llm`, status
+//! `classifier_answer`), keyed by a hash of the model and the prompt. The record itself is the
+//! codegen crate's JSON; the store keeps it opaque so that its fields can grow without a
+//! migration.
 
 use rusqlite::{OptionalExtension, params};
 

@@ -597,9 +597,12 @@ the repository with the definition replaced), and tested with pytest in the sand
 environment, no network, a time limit scaled from the reference solution's run time, bounds on \
 memory, output and processes, the whole process group killed at the end. Every test's outcome is \
 recorded with exception type, message and traceback; failures are labelled with Deep-Bench's \
-taxonomy. Writes DIR/results.jsonl, DIR/summary.json, DIR/report.md and DIR/report.html. Results \
-are stored per sample: rerunning (or resuming an interrupted run) only runs what is missing.",
-        after_help = "Examples:\n  reprolab codegen run benchmarks/codegen/tasks.jsonl --generations answers.jsonl --out runs/gpt\n  reprolab codegen run tasks.jsonl --generations answers.jsonl --samples 10 -j 4 --out runs/x --only 'train/*'\n  reprolab codegen run tasks.jsonl --llm openai:gpt-4o --samples 10 --temperature 0.8 --out runs/gpt4o"
+taxonomy by rules, and with --classify-llm SPEC each rule label is shown to that model with the \
+prompt and the code and replaced by its answer when the answer is a valid label (both labels are \
+kept). Writes DIR/results.jsonl, DIR/summary.json, DIR/report.md and DIR/report.html. Results and \
+classifier answers are stored per sample: rerunning (or resuming an interrupted run) only runs and \
+asks what is missing.",
+        after_help = "Examples:\n  reprolab codegen run benchmarks/codegen/tasks.jsonl --generations answers.jsonl --out runs/gpt\n  reprolab codegen run tasks.jsonl --generations answers.jsonl --samples 10 -j 4 --out runs/x --only 'train/*'\n  reprolab codegen run tasks.jsonl --llm openai:gpt-4o --samples 10 --temperature 0.8 --out runs/gpt4o\n  reprolab codegen run tasks.jsonl --generations answers.jsonl --classify-llm openai:gpt-4o-mini --out runs/gpt"
     )]
     Run(CodegenRunArgs),
     /// Re-render the report of a run directory from its stored results.
@@ -674,6 +677,12 @@ pub struct CodegenRunArgs {
     /// Sampling temperature for --llm.
     #[arg(long, default_value_t = 0.0)]
     pub temperature: f64,
+    /// Refine the rules' taxonomy label of every failed sample with this model (a SPEC as for
+    /// --llm; the other --llm-* flags apply to it too). results.jsonl keeps both labels; a model
+    /// error or an answer without a valid label leaves the rules' label. Answers are stored, so
+    /// rerunning a finished run with this flag asks the model without running any test again.
+    #[arg(long, value_name = "SPEC")]
+    pub classify_llm: Option<String>,
     /// Run directory for results and reports.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,

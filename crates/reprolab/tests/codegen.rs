@@ -428,3 +428,128 @@ fn run_generates_with_an_llm_and_resumes_without_asking_again() {
     assert_eq!(second.status.code(), first.status.code());
     assert_eq!(server.requests().len(), 1);
 }
+
+#[test]
+fn classify_llm_refines_failure_labels_and_keeps_the_rules_label() {
+    use reprolab_llm::fake::{FakeReply, FakeServer, Flavor};
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let answers = tmp.path().join("answers.jsonl");
+    // fn/scale: a pass and three failures of different kinds (assertion, NameError, syntax).
+    let bodies = [
+        "def scale(x, factor):\n    return x * factor\n",
+        "def scale(x, factor):\n    return x + factor\n",
+        "def scale(x, factor):\n    return np.multiply(x, factor)\n",
+        "def scale(x, factor:\n    return x * factor\n",
+    ];
+    let lines: String = bodies
+        .iter()
+        .enumerate()
+        .map(|(i, code)| {
+            let completion = format!("```python\n{code}```\n");
+            format!(
+                "{}\n",
+                serde_json::json!({"task_id": "fn/scale", "sample": i, "completion": completion})
+            )
+        })
+        .collect();
+    std::fs::write(&answers, lines).unwrap();
+    // None of these failures' rules gives silly_mistake, so the classifier's label is a change.
+    // The three calls run concurrently: which failure gets which reply is not fixed.
+    let relabel = "{\"category\": \"silly_mistake\", \"subtype\": \"not_dl_related\"}";
+    let server = FakeServer::start_background(
+        Flavor::OpenAi,
+        [
+            FakeReply::Text(format!("```json\n{relabel}\n```")),
+            FakeReply::Text("It is hard to say what went wrong here.".into()),
+            FakeReply::Status(500, None),
+        ],
+    );
+    let go = || {
+        let mut c = reprolab(tmp.path());
+        c.env_remove("REPROLAB_LLM")
+            .env_remove("REPROLAB_LLM_CONFIG")
+            .env("TMPDIR", tmp.path())
+            .args([
+                "codegen",
+                "run",
+                "--json",
+                "--timeout-min",
+                "8",
+                "--llm-attempts",
+                "1",
+                "--only",
+                "fn/scale",
+                "--classify-llm",
+            ])
+            .arg(format!("openai:fake@{}", server.base_url()))
+            .arg(codegen_fixture("tasks.jsonl"))
+            .arg("--generations")
+            .arg(&answers)
+            .arg("--out")
+            .arg(&out);
+        run(&mut c)
+    };
+    let first = go();
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "a failed classifier call is no error"
+    );
+    assert!(
+        String::from_utf8_lossy(&first.stderr).contains("1 classifier calls failed"),
+        "the failed call is reported"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "one call per failure, none for the pass");
+    let prompt = requests[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(prompt.contains("Deep-Bench") && prompt.contains("def scale(x, factor"));
+    assert_eq!(requests[0].body["temperature"], 0.0);
+
+    let verdicts = |results: &[Value]| {
+        let mut v: Vec<String> = results
+            .iter()
+            .filter_map(|r| r["refinement"]["verdict"].as_str().map(String::from))
+            .collect();
+        v.sort();
+        v
+    };
+    let results = read_jsonl(&out.join("results.jsonl"));
+    assert_eq!(verdicts(&results), ["failed", "labelled", "unparsed"]);
+    for r in &results {
+        let rules = &r["refinement"]["rules"];
+        match r["refinement"]["verdict"].as_str() {
+            None => assert_eq!(r["status"], "pass", "{r:#}"),
+            Some("labelled") => {
+                assert_eq!(r["taxonomy"]["category"], "silly_mistake", "{r:#}");
+                assert_eq!(r["taxonomy"]["source"], "llm");
+                assert_eq!(r["taxonomy"]["rule"], rules["rule"], "the rule is kept");
+                assert_eq!(rules["source"], "rules");
+            }
+            Some(_) => assert_eq!(&r["taxonomy"], rules, "the rules' label stands: {r:#}"),
+        }
+    }
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let c = &summary["classifier"];
+    let counts: Vec<u64> = ["asked", "labelled", "changed", "unparsed", "failed"]
+        .iter()
+        .map(|k| c[k].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [3, 1, 1, 1, 1], "{c:#}");
+    assert_eq!(c["models"], serde_json::json!(["openai:fake"]));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("Labels the LLM classifier changed") && md.contains("Silly Mistake"),
+        "{md}"
+    );
+
+    // A rerun runs no test and asks only about the failure whose call failed.
+    server.push(FakeReply::Text(relabel.into()));
+    let second = go();
+    assert_eq!(second.status.code(), Some(0));
+    assert_eq!(json(&second)["cached"], 4, "every sample reused");
+    assert_eq!(server.requests().len(), 4);
+    let results = read_jsonl(&out.join("results.jsonl"));
+    assert_eq!(verdicts(&results), ["labelled", "labelled", "unparsed"]);
+}

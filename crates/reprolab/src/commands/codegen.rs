@@ -11,9 +11,11 @@ use anyhow::{Context, Result, bail};
 use reprolab_codegen::generations::{Generation, load_generations, select_generations};
 use reprolab_codegen::harness::OnDone;
 use reprolab_codegen::metrics::Summary;
+use reprolab_codegen::refine::Classifier;
 use reprolab_codegen::report::RunInfo;
 use reprolab_codegen::rundir::{self, Appender};
 use reprolab_codegen::task::{Task, TaskKind, select};
+use reprolab_codegen::taxonomy::FailureClassifier;
 use reprolab_codegen::{
     Generator, Harness, Options, SampleResult, Status, TimeoutPolicy, load_tasks,
 };
@@ -64,6 +66,65 @@ impl Generator for LlmGenerator {
 fn llm_generator(g: &Global, a: &crate::llm::LlmArgs) -> Result<Box<dyn Generator>> {
     let model = crate::llm::open(g, a, crate::llm::local_factory(g), None)?.model;
     Ok(Box::new(LlmGenerator(model)))
+}
+
+/// The model of `--classify-llm` as a failure classifier: one answer at temperature 0.
+struct LlmClassifier(Arc<dyn reprolab_llm::ChatModel>);
+
+#[async_trait::async_trait]
+impl FailureClassifier for LlmClassifier {
+    async fn classify(&self, prompt: &str) -> Result<String, String> {
+        let request = reprolab_llm::ChatRequest {
+            messages: vec![reprolab_llm::Message::user(prompt)],
+            temperature: 0.0,
+            max_tokens: 256,
+            n: 1,
+            seed: Some(0),
+            json_mode: true,
+        };
+        let response = self.0.chat(&request).await.map_err(|e| e.to_string())?;
+        response
+            .choices
+            .into_iter()
+            .next()
+            .map(|c| c.text)
+            .ok_or_else(|| "the model returned no answer".to_string())
+    }
+
+    fn name(&self) -> String {
+        self.0.name()
+    }
+}
+
+/// The classifier of `--classify-llm SPEC`: the LLM stack of `--llm` with another model (the
+/// other `--llm-*` flags apply), its answers stored in the run store.
+fn llm_classifier(g: &Global, a: &crate::llm::LlmArgs, spec: &str) -> Result<Classifier> {
+    let args = crate::llm::LlmArgs {
+        llm: Some(spec.to_string()),
+        ..a.clone()
+    };
+    let model = crate::llm::open(g, &args, crate::llm::local_factory(g), None)?.model;
+    Ok(Classifier::new(
+        Arc::new(LlmClassifier(model)),
+        Some(context::open_store(g)?),
+        !g.no_cache,
+    ))
+}
+
+/// Refine the failure labels of `results` with `classifier`, with a progress bar.
+async fn classify_failures(
+    g: &Global,
+    classifier: &Classifier,
+    tasks: &[Arc<Task>],
+    results: &mut [SampleResult],
+) -> Result<()> {
+    let n = Classifier::failures(results);
+    let pb = progress::bar(n as u64, "classifying failures", g.json);
+    classifier
+        .refine_all(tasks, results, &|_| pb.inc(1))
+        .await?;
+    pb.finish_and_clear();
+    Ok(())
 }
 
 fn load(path: &Path, only: &[String]) -> Result<(Vec<Arc<Task>>, HashSet<String>)> {
@@ -287,6 +348,11 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
         None => Some(llm_generator(g, &a.llm)?),
         Some(_) => None,
     };
+    let classifier = a
+        .classify_llm
+        .as_deref()
+        .map(|spec| llm_classifier(g, &a.llm, spec))
+        .transpose()?;
     let env = context::python_env(g).await?;
     let mut info = RunInfo {
         tasks_file: a.tasks.display().to_string(),
@@ -346,34 +412,7 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
         (None, None) => bail!("give --generations FILE or --llm SPEC"),
     };
     if let Some(n) = a.samples {
-        let mut per: HashMap<&str, u32> = HashMap::new();
-        for x in &gens {
-            *per.entry(x.task_id.as_str()).or_default() += 1;
-        }
-        for t in &tasks {
-            let have = per.get(t.id.as_str()).copied().unwrap_or(0);
-            if have < n {
-                eprintln!(
-                    "warning: task {} has {have} of the {n} samples asked for",
-                    t.id
-                );
-            }
-        }
-    }
-    if let Some(n) = a.samples {
-        let mut per: HashMap<&str, u32> = HashMap::new();
-        for x in &gens {
-            *per.entry(x.task_id.as_str()).or_default() += 1;
-        }
-        for t in &tasks {
-            let have = per.get(t.id.as_str()).copied().unwrap_or(0);
-            if have < n {
-                eprintln!(
-                    "warning: task {} has {have} of the {n} samples asked for",
-                    t.id
-                );
-            }
-        }
+        warn_missing_samples(&tasks, &gens, n);
     }
     let with_answers: HashSet<&str> = gens.iter().map(|x| x.task_id.as_str()).collect();
     let tasks: Vec<Arc<Task>> = tasks
@@ -415,11 +454,14 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
         bar(r);
     };
     let on_done: OnDone = &cb;
-    let results = harness
+    let mut results = harness
         .generations(&tasks, &gens, &by_task, on_done)
         .await?;
     pb.finish_and_clear();
     harness.shutdown().await;
+    if let Some(classifier) = &classifier {
+        classify_failures(g, classifier, &tasks, &mut results).await?;
+    }
     rundir::write_jsonl(&results_path, &results).map_err(anyhow::Error::msg)?;
     info.finished_at = reprolab_store::now_rfc3339();
     rundir::write_run_info(&a.out, &info).map_err(anyhow::Error::msg)?;
@@ -442,6 +484,13 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
             html.display()
         );
     }
+    if let Some(c) = summary.classifier.as_ref().filter(|c| c.failed > 0) {
+        eprintln!(
+            "{} classifier calls failed (those failures keep the rules' label); rerun the same \
+             command to ask again",
+            c.failed
+        );
+    }
     let infra = summary.statuses.get(&Status::Infra).copied().unwrap_or(0);
     if infra > 0 {
         eprintln!(
@@ -450,6 +499,23 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Say which tasks have fewer answers than `--samples` asked for.
+fn warn_missing_samples(tasks: &[Arc<Task>], gens: &[Generation], n: u32) {
+    let mut per: HashMap<&str, u32> = HashMap::new();
+    for x in gens {
+        *per.entry(x.task_id.as_str()).or_default() += 1;
+    }
+    for t in tasks {
+        let have = per.get(t.id.as_str()).copied().unwrap_or(0);
+        if have < n {
+            eprintln!(
+                "warning: task {} has {have} of the {n} samples asked for",
+                t.id
+            );
+        }
+    }
 }
 
 fn print_summary(s: &Summary) {
@@ -490,6 +556,18 @@ fn print_summary(s: &Summary) {
         cats.sort_by_key(|c| std::cmp::Reverse(c.1));
         let text: Vec<String> = cats.iter().map(|(c, n)| format!("{c} {n}")).collect();
         println!("failures: {}", text.join(", "));
+    }
+    if let Some(c) = &s.classifier {
+        println!(
+            "classifier {}: asked about {} failures, {} labelled ({} changed), {} without a valid \
+             label, {} failed",
+            c.models.join(", "),
+            c.asked,
+            c.labelled,
+            c.changed,
+            c.unparsed,
+            c.failed
+        );
     }
 }
 
