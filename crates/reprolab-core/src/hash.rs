@@ -25,8 +25,14 @@ pub const RESULT_FILES: [&str; 1] = ["alternatives.json"];
 /// as that file; links to directories are not followed. The result depends only on the paths and
 /// contents, never on timestamps, permissions or the order the directory lists its entries.
 pub fn hash_tree(dir: &Path) -> io::Result<String> {
+    hash_tree_skipping(dir, &[])
+}
+
+/// [`hash_tree`] without the files at the relative paths `skip` (`/`-separated).
+pub fn hash_tree_skipping(dir: &Path, skip: &[&str]) -> io::Result<String> {
     let mut files: Vec<(Vec<u8>, std::path::PathBuf)> = Vec::new();
     collect(dir, &[], &mut files)?;
+    files.retain(|(rel, _)| !skip.iter().any(|s| s.as_bytes() == rel.as_slice()));
     files.sort_by(|a, b| a.0.cmp(&b.0));
     let mut hasher = Sha256::new();
     for (rel, path) in files {
@@ -112,6 +118,21 @@ mod tests {
         fs::create_dir(d.path().join("data")).unwrap();
         fs::write(d.path().join("data/alternatives.json"), "{}").unwrap();
         assert_ne!(hash_tree(d.path()).unwrap(), before);
+    }
+
+    #[test]
+    fn skipped_paths_do_not_change_the_tree_hash() {
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join("train.py"), "x = 1").unwrap();
+        let before = hash_tree(d.path()).unwrap();
+        fs::create_dir(d.path().join("conf")).unwrap();
+        fs::write(d.path().join("conf/c.json"), "{}").unwrap();
+        assert_ne!(hash_tree(d.path()).unwrap(), before);
+        assert_eq!(
+            hash_tree_skipping(d.path(), &["conf/c.json"]).unwrap(),
+            before
+        );
+        assert_ne!(hash_tree_skipping(d.path(), &["c.json"]).unwrap(), before);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use toml::de::{DeTable, DeValue};
 pub use crate::config::Config;
 use crate::error::{Issue, IssueKind, ManifestError, Position, closest, did_you_mean};
 use crate::fault::{FaultLabel, FaultType, all_codes};
-use crate::hash::hash_tree;
+use crate::hash::hash_tree_skipping;
 use crate::space::{
     ConfigIssueKind, Param, ParamKind, SearchSpace, format_f64, format_list, format_value,
 };
@@ -352,10 +352,31 @@ impl Subject {
         self.space.validate(config)
     }
 
-    /// sha256 (hex) over the subject's source files: every regular file below `dir` except
-    /// hidden entries and `__pycache__` (see [`crate::hash::hash_tree`]). Deterministic.
+    /// sha256 (hex) over what a training depends on besides its config and seed: the
+    /// subject's files (every regular file below `dir` except hidden entries, `__pycache__`,
+    /// Markdown, see [`crate::hash::hash_tree`]) and how the manifest runs them (task,
+    /// framework, dataset, entry, metric, limits). Left out: the manifest file itself (its name,
+    /// descriptions, search space and fix do not change a training), the config files it names
+    /// (an evaluation's config is a key of its own) and `fault.json` (a fault benchmark's
+    /// record). So the faults of one program, directories that differ only in those, share
+    /// every cached training. Deterministic.
     pub fn source_hash(&self) -> io::Result<String> {
-        hash_tree(&self.dir)
+        let inside = |p: &Path| {
+            p.strip_prefix(&self.dir)
+                .ok()
+                .map(|r| r.to_string_lossy().replace('\\', "/"))
+        };
+        let mut skip: Vec<String> = vec!["fault.json".into()];
+        skip.extend(inside(&self.manifest_path));
+        skip.extend(inside(&self.config_path));
+        skip.extend(self.fix.as_ref().and_then(|f| inside(&f.config_path)));
+        let skip: Vec<&str> = skip.iter().map(String::as_str).collect();
+        let tree = hash_tree_skipping(&self.dir, &skip)?;
+        let run = serde_json::json!({
+            "task": self.task, "framework": self.framework, "dataset": self.dataset.name,
+            "entry": self.entry, "metric": self.metric, "limits": self.limits,
+        });
+        Ok(crate::hash::sha256_hex(format!("{tree}\n{run}").as_bytes()))
     }
 }
 

@@ -1025,6 +1025,33 @@ fn source_hash_is_stable_and_tracks_sources() {
 }
 
 #[test]
+fn faults_of_one_program_share_the_source_hash() {
+    let hash = |manifest: &str, config: &str, fault: &str| {
+        let d = subject(manifest, config);
+        fs::write(d.path().join("fault.json"), fault).unwrap();
+        Subject::load(d.path()).unwrap().source_hash().unwrap()
+    };
+    let base = hash(MANIFEST, CONFIG, "{}");
+    // Another fault of the same program: other name, description, config and fault record.
+    let other = edit("name = \"digits-mlp\"", "name = \"digits-mlp-HLR\"")
+        .replace("MLP on scikit-learn digits", "lr mutated");
+    assert_eq!(hash(&other, FIXED, r#"{"id": "x"}"#), base);
+    // How it runs does change a training.
+    assert_ne!(
+        hash(&edit("timeout_s = 300", "timeout_s = 5"), CONFIG, "{}"),
+        base
+    );
+    assert_ne!(
+        hash(
+            &edit("name = \"accuracy\"", "name = \"loss\""),
+            CONFIG,
+            "{}"
+        ),
+        base
+    );
+}
+
+#[test]
 fn goal_compares_metrics() {
     assert!(Goal::Max.better(0.9, 0.8) && !Goal::Max.better(0.8, 0.9));
     assert!(Goal::Min.better(0.1, 0.2) && !Goal::Min.better(0.2, 0.1));
