@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::budget::SearchSettings;
 use crate::rng::Rng;
 use crate::sampler::Sampler;
-use crate::space::{apply_patch, sample_config};
+use crate::space::{apply_patch, perturb_config, sample_config_scaled};
 use crate::study::{SearchResult, Stop, finish, reached, run_trials, start};
 use crate::tpe::TpeSampler;
 use crate::{Objective, RepairError, Trial};
@@ -40,6 +40,11 @@ pub struct BohbOptions {
     /// Fraction of proposals drawn at random even when a model exists (default 0.2; the BOHB
     /// paper uses 1/3, which explores too much for budgets of a few dozen trainings).
     pub random_fraction: f64,
+    /// Fraction of the non-model proposals drawn near the faulty config (a few of its
+    /// hyperparameters redrawn, see [`perturb_config`]) rather than uniformly (default 0.5).
+    pub local_fraction: f64,
+    /// Mean number of hyperparameters such a proposal redraws (default 2).
+    pub local_changes: f64,
     /// Observations a fidelity needs before its TPE is used (default 6). The BOHB paper needs
     /// `d + 1` for its multivariate KDE; the independent per-parameter TPE does not, and with
     /// 9 configs in the first bracket a model is then available from the second bracket on.
@@ -55,6 +60,8 @@ impl Default for BohbOptions {
             eta: 3,
             s_max: 1,
             random_fraction: 0.2,
+            local_fraction: 0.5,
+            local_changes: 2.0,
             min_points: 6,
             fidelity_key: "epochs".into(),
         }
@@ -228,7 +235,8 @@ fn rank(goal: Goal, a: Option<f64>, b: Option<f64>) -> Ordering {
 
 /// A new config: random for `random_fraction` of the proposals and while no rung has
 /// `min_points` observations with at least one success; otherwise the TPE fitted on the highest
-/// such rung.
+/// such rung. A random proposal is near the faulty config for `local_fraction` of them, drawn
+/// over the whole space otherwise, from the TPE's prior (wide floats log-uniformly).
 fn propose(
     rng: &mut Rng,
     tpe: &mut TpeSampler,
@@ -242,7 +250,10 @@ fn propose(
         .find(|ts| ts.len() >= opt.min_points.max(1) && ts.iter().any(|t| t.value.is_some()));
     match model {
         Some(ts) if rng.f64() >= opt.random_fraction => tpe.ask(&subject.space, ts),
-        _ => sample_config(&subject.space, rng),
+        _ if rng.f64() < opt.local_fraction => {
+            perturb_config(&subject.config, &subject.space, rng, opt.local_changes)
+        }
+        _ => sample_config_scaled(&subject.space, rng),
     }
 }
 

@@ -47,6 +47,68 @@ pub fn sample_config(space: &SearchSpace, rng: &mut Rng) -> Config {
         .collect()
 }
 
+/// A draw uniform in the scale the TPE models the parameter in ([`NumDomain`]): log-uniform
+/// for a `float` spanning more than [`LOG_SPAN`] (the study's `lr` in `[1e-6, 10]`), as
+/// [`sample_uniform`] otherwise. Model-based engines propose from this prior; only the random
+/// baseline draws such a float uniformly, as the study did (90% of its draws then exceed 1).
+pub fn sample_scaled(param: &Param, rng: &mut Rng) -> Value {
+    match NumDomain::of(param) {
+        Some(d) if d.log && !d.int => d.to_value(rng.uniform(d.lo, d.hi), param),
+        _ => sample_uniform(param, rng),
+    }
+}
+
+/// A config with a [`sample_scaled`] draw for every parameter of the space, in space order.
+pub fn sample_config_scaled(space: &SearchSpace, rng: &mut Rng) -> Config {
+    space
+        .iter()
+        .map(|p| (p.name.clone(), sample_scaled(p, rng)))
+        .collect()
+}
+
+/// `faulty`'s values for every parameter of the space, with a few of them redrawn
+/// ([`sample_scaled`]):
+/// one, plus one more with probability `1 - 1/mean_changes` each time (a geometric number with
+/// mean `mean_changes`, at most every parameter). A fault is usually one or two bad
+/// hyperparameters, so candidates near the faulty config keep what was right in it, where a
+/// uniform draw redraws everything (the study's search patches changed 80-90% of them).
+pub fn perturb_config(
+    faulty: &Config,
+    space: &SearchSpace,
+    rng: &mut Rng,
+    mean_changes: f64,
+) -> Config {
+    let n = space.params.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut k = 1;
+    let go_on = 1.0 - 1.0 / mean_changes.max(1.0);
+    while k < n && rng.f64() < go_on {
+        k += 1;
+    }
+    // A partial Fisher-Yates shuffle picks k distinct parameters.
+    for i in 0..k.min(n) {
+        let j = i + rng.below(n - i);
+        order.swap(i, j);
+    }
+    let redraw = &order[..k.min(n)];
+    space
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let current = faulty.get(&p.name);
+            let value = match current {
+                Some(v) if !redraw.contains(&i) => v.clone(),
+                // A redrawn value differs from the faulty one where the domain allows it.
+                _ => (0..8)
+                    .map(|_| sample_scaled(p, rng))
+                    .find(|v| !current.is_some_and(|c| same_value(c, v)))
+                    .unwrap_or_else(|| sample_scaled(p, rng)),
+            };
+            (p.name.clone(), value)
+        })
+        .collect()
+}
+
 /// How the TPE sees a numeric parameter: an interval in its working scale.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NumDomain {
@@ -210,6 +272,63 @@ mod tests {
             }))
             .is_none()
         );
+    }
+
+    #[test]
+    fn scaled_draws_are_log_uniform_for_wide_floats() {
+        let lr = p(ParamKind::Float {
+            low: 1e-6,
+            high: 10.0,
+        });
+        let mut rng = Rng::new(3);
+        let below_1e2 = (0..4000)
+            .filter(|_| sample_scaled(&lr, &mut rng).as_f64().unwrap() < 0.01)
+            .count() as f64
+            / 4000.0;
+        // log10 spans 7 decades, 4 of them below 0.01.
+        assert!((below_1e2 - 4.0 / 7.0).abs() < 0.03, "{below_1e2}");
+        let narrow = p(ParamKind::Float {
+            low: 0.0,
+            high: 1.0,
+        });
+        let mean = (0..4000)
+            .map(|_| sample_scaled(&narrow, &mut rng).as_f64().unwrap())
+            .sum::<f64>()
+            / 4000.0;
+        assert!((mean - 0.5).abs() < 0.02);
+    }
+
+    #[test]
+    fn perturbations_keep_most_of_the_faulty_config() {
+        let space = SearchSpace {
+            params: (0..10)
+                .map(|i| Param {
+                    name: format!("p{i}"),
+                    ..p(ParamKind::Choice {
+                        values: vec![json!(0), json!(1), json!(2)],
+                    })
+                })
+                .collect(),
+        };
+        let faulty: Config = space.iter().map(|p| (p.name.clone(), json!(0))).collect();
+        let mut rng = Rng::new(7);
+        let changed: Vec<usize> = (0..2000)
+            .map(|_| {
+                let c = perturb_config(&faulty, &space, &mut rng, 2.0);
+                assert_eq!(c.len(), 10);
+                changed_count(&faulty, &c)
+            })
+            .collect();
+        assert!(changed.iter().all(|&k| (1..=10).contains(&k)));
+        let mean = changed.iter().sum::<usize>() as f64 / changed.len() as f64;
+        assert!((mean - 2.0).abs() < 0.15, "mean changes {mean}");
+        // mean_changes 1: exactly one parameter, never the faulty value again.
+        for _ in 0..200 {
+            assert_eq!(
+                changed_count(&faulty, &perturb_config(&faulty, &space, &mut rng, 1.0)),
+                1
+            );
+        }
     }
 
     #[test]
