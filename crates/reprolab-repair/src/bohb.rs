@@ -41,7 +41,8 @@ pub struct BohbOptions {
     /// paper uses 1/3, which explores too much for budgets of a few dozen trainings).
     pub random_fraction: f64,
     /// Fraction of the non-model proposals drawn near the faulty config (a few of its
-    /// hyperparameters redrawn, see [`perturb_config`]) rather than uniformly (default 0.5).
+    /// hyperparameters redrawn, see [`perturb_config`]) rather than over the whole space
+    /// (default 0.5).
     pub local_fraction: f64,
     /// Mean number of hyperparameters such a proposal redraws (default 2).
     pub local_changes: f64,

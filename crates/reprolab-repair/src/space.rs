@@ -66,10 +66,9 @@ pub fn sample_config_scaled(space: &SearchSpace, rng: &mut Rng) -> Config {
         .collect()
 }
 
-/// `faulty`'s values for every parameter of the space, with a few of them redrawn
-/// ([`sample_scaled`]):
-/// one, plus one more with probability `1 - 1/mean_changes` each time (a geometric number with
-/// mean `mean_changes`, at most every parameter). A fault is usually one or two bad
+/// `faulty`'s values for every parameter of the space, with a few of them redrawn with
+/// [`sample_scaled`]: one, plus one more with probability `1 - 1/mean_changes` each time (a
+/// geometric number with mean `mean_changes`, at most every parameter). A fault is usually one or two bad
 /// hyperparameters, so candidates near the faulty config keep what was right in it, where a
 /// uniform draw redraws everything (the study's search patches changed 80-90% of them).
 pub fn perturb_config(
