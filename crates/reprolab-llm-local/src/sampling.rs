@@ -1,33 +1,10 @@
 //! Choosing the next token from logits: greedy, or temperature + nucleus (top-p) sampling.
 //!
-//! The random generator is a SplitMix64 written out here rather than `rand`'s `StdRng`, whose
-//! stream is allowed to change between `rand` releases: a recorded run must replay the same
+//! The random generator is the project's SplitMix64 (`reprolab_stats`) rather than `rand`'s
+//! `StdRng`, whose stream is allowed to change between `rand` releases: a recorded run must replay the same
 //! tokens for the same seed after a dependency upgrade.
 
-/// SplitMix64 (Steele, Lea & Flood 2014): tiny, fast, and passes BigCrush; plenty for sampling.
-#[derive(Debug, Clone)]
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
-        SplitMix64 { state: seed }
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1) with 53 bits of precision.
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-}
+use reprolab_stats::SplitMix64;
 
 /// Picks tokens for one generation; `temperature == 0` means greedy.
 #[derive(Debug, Clone)]
