@@ -221,6 +221,7 @@ def main(argv):
 
     light = "--light" in argv
     _w._setup_channels()
+    sandbox_status = _w.enter_worker_sandbox(argv)
     for var in _w._THREAD_VARS:
         os.environ.setdefault(var, "1")
     import_s, torch_version = 0.0, None
@@ -232,7 +233,7 @@ def main(argv):
                       "message": f"import failed: {type(e).__name__}: {e}"})
             return 1
     _w._emit({"ev": "ready", "pid": os.getpid(), "python": platform.python_version(),
-              "torch": torch_version, "import_s": round(import_s, 3), "light": light})
+              "torch": torch_version, "import_s": round(import_s, 3), "light": light, **sandbox_status})
 
     while True:
         line = sys.stdin.readline()

@@ -130,6 +130,7 @@ def _run_child(req, body=None):
         null_fd = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null_fd, 0)
         os.close(null_fd)
+        _enter_child_sandbox(req, workdir)
         sys.stdin = open(0, "r", closefd=False)
         sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
         sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
@@ -155,6 +156,23 @@ def _run_child(req, body=None):
             except BaseException:
                 pass
         os._exit(code)
+
+
+def _enter_child_sandbox(req, workdir):
+    """The child dies with the worker, writes only its own work directory (plus what the request
+    names in "writable", e.g. a codegen sample's repository copy) and, in a Landlock domain of
+    its own, cannot signal the worker or anything else outside it. Temporary files go to the
+    work directory."""
+    from reprolab import sandbox
+
+    sandbox.die_with_parent()
+    os.environ["TMPDIR"] = workdir
+    import tempfile
+
+    tempfile.tempdir = None
+    if _SANDBOXED:
+        extra = [p for p in req.get("writable") or [] if isinstance(p, str)]
+        sandbox.restrict([workdir] + extra)
 
 
 def _child_eval(req, workdir):
@@ -252,6 +270,32 @@ def _safe_str(e):
         return repr(e)
 
 
+# --- the sandbox of the worker itself ------------------------------------------------------
+_SANDBOXED = False
+
+
+def enter_worker_sandbox(argv):
+    """Called first thing by every worker (before any import that could start a thread): die
+    with reprolab, keep orphans of evaluations as our own children, and with `--write DIR`
+    (repeatable) enter a Landlock domain where only DIR is writable. Returns what the `ready`
+    event reports: {"host_pid", "pid_namespace", "sandbox": {...}}."""
+    global _SANDBOXED
+    from reprolab import sandbox
+
+    writable = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--write"]
+    sandbox.die_with_parent()
+    in_pid_namespace = os.getpid() == 1
+    if not in_pid_namespace:
+        sandbox.become_subreaper()
+    status = None
+    if writable:
+        os.environ["TMPDIR"] = writable[0]
+        status = sandbox.restrict(writable)
+        _SANDBOXED = status["fs"]
+    return {"host_pid": sandbox.host_pid(), "pid_namespace": in_pid_namespace,
+            "sandbox": status}
+
+
 # --- the parent loop ------------------------------------------------------------------------
 _REQUIRED = ("id", "subject_dir", "entry", "workdir")
 
@@ -312,15 +356,12 @@ def fork_and_wait(req, body):
     except OSError:
         pass
     _emit({"ev": "started", "id": req["id"], "pid": pid})
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except ChildProcessError:
-            status = None
-            break
-        except InterruptedError:
-            continue
+    status = _wait_child(pid, req.get("timeout_s"))
+    # Whatever the child left behind (daemons included: they were re-parented to this worker)
+    # dies before the next evaluation starts.
+    from reprolab import sandbox
+
+    sandbox.kill_descendants()
     if status is None:
         exit_code, sig = None, None
     elif os.WIFSIGNALED(status):
@@ -328,6 +369,59 @@ def fork_and_wait(req, body):
     else:
         exit_code, sig = os.waitstatus_to_exitcode(status), None
     _emit({"ev": "done", "id": req["id"], "exit_code": exit_code, "signal": sig})
+
+
+# The worker kills a child itself this long after its deadline: the Rust side normally acts
+# first (and reports the timeout); this bound holds even when the Rust side is gone or stuck.
+_DEADLINE_GRACE_S = 10.0
+
+
+def _wait_child(pid, timeout_s):
+    """The child's wait status (None if it cannot be waited for), killing its process group
+    once `timeout_s` (+ grace) has passed."""
+    if isinstance(timeout_s, (int, float)) and not isinstance(timeout_s, bool) and timeout_s > 0:
+        _await_exit(pid, float(timeout_s) + _DEADLINE_GRACE_S)
+    while True:
+        try:
+            return os.waitpid(pid, 0)[1]
+        except ChildProcessError:
+            return None
+        except InterruptedError:
+            continue
+
+
+def _await_exit(pid, within_s):
+    """Wait (without reaping) until `pid` exits or `within_s` passes; then SIGKILL its group."""
+    import select
+    import signal
+    import time
+
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        fd = None
+    try:
+        if fd is not None:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            if poller.poll(within_s * 1000):
+                return
+        else:
+            end = time.monotonic() + within_s
+            while time.monotonic() < end:
+                if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                    return
+                time.sleep(0.05)
+    except ChildProcessError:
+        return
+    finally:
+        if fd is not None:
+            os.close(fd)
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def _vm_data_kb():
@@ -348,6 +442,7 @@ def main():
     import time
 
     _setup_channels()
+    sandbox_status = enter_worker_sandbox(sys.argv[1:])
     for var in _THREAD_VARS:
         os.environ.setdefault(var, "1")
 
@@ -379,7 +474,7 @@ def main():
     import_s = time.perf_counter() - t0
 
     _emit({"ev": "ready", "pid": os.getpid(), "python": platform.python_version(),
-           "torch": torch.__version__, "import_s": round(import_s, 3)})
+           "torch": torch.__version__, "import_s": round(import_s, 3), **sandbox_status})
 
     stdin = sys.stdin
     while True:

@@ -117,7 +117,7 @@ struct Inner {
     opts: Options,
     helper: AstHelper,
     backend: OnceCell<Backend>,
-    scratch: tempfile::TempDir,
+    scratch: reprolab_exec::scratch::Scratch,
     counter: AtomicU64,
     slots: Semaphore,
 }
@@ -154,14 +154,12 @@ impl Harness {
         store: Option<Store>,
         opts: Options,
     ) -> Result<Harness, HarnessError> {
-        let scratch = tempfile::Builder::new()
-            .prefix("reprolab-codegen-")
-            .tempdir()
-            .map_err(HarnessError::Scratch)?;
+        let scratch =
+            reprolab_exec::scratch::Scratch::new("codegen").map_err(HarnessError::Scratch)?;
         let workers = opts.workers.max(1);
         Ok(Harness {
             inner: Arc::new(Inner {
-                helper: AstHelper::new(env.clone()),
+                helper: AstHelper::new(env.clone(), scratch.path().join("helper")),
                 env,
                 opts,
                 backend: OnceCell::new(),
@@ -718,7 +716,11 @@ impl Inner {
                 if self.opts.fresh {
                     Backend::Fresh(FreshRunner::new(self.env.clone(), self.opts.workers))
                 } else {
-                    Backend::Warm(WarmPool::start(self.env.clone(), self.opts.workers))
+                    Backend::Warm(WarmPool::start(
+                        self.env.clone(),
+                        self.opts.workers,
+                        self.scratch.path().to_path_buf(),
+                    ))
                 }
             })
             .await

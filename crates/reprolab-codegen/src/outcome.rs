@@ -204,6 +204,8 @@ pub enum Ending {
     Timeout,
     Memory,
     Output,
+    /// The runner that ran the sample died under it on every try: the sample's code killed it.
+    RunnerKilled,
 }
 
 fn failure_from(v: &Value, nodeid: Option<String>) -> Failure {
@@ -223,6 +225,18 @@ pub fn judge(ending: Ending, record: Option<&Value>, output_tail: &str) -> Judge
         Ending::Timeout => return Judged::without_tests(Status::Timeout, None),
         Ending::Memory => return Judged::without_tests(Status::Oom, None),
         Ending::Output => return Judged::without_tests(Status::OutputLimit, None),
+        Ending::RunnerKilled => {
+            return Judged::without_tests(
+                Status::Error,
+                Some(Failure {
+                    kind: "ProcessCrash".into(),
+                    message: "the sample's code killed the runner that ran it (on every try)"
+                        .into(),
+                    traceback: output_tail.to_string(),
+                    nodeid: None,
+                }),
+            );
+        }
         Ending::Exited { .. } => {}
     }
     let crash = |detail: String| {

@@ -18,10 +18,11 @@ use std::time::{Duration, Instant};
 
 use reprolab_core::manifest::Limits;
 use reprolab_exec::PythonEnv;
+use reprolab_exec::proctree::Tree;
 use reprolab_exec::result::read_tail;
 use reprolab_exec::sandbox;
-use reprolab_exec::supervise::{MemoryMeasure, Violation, supervise_with};
-use reprolab_exec::worker::Worker;
+use reprolab_exec::supervise::{Violation, supervise};
+use reprolab_exec::worker::{ForkError, Worker};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, Semaphore, mpsc};
 
@@ -151,6 +152,8 @@ type Ready = Result<Worker, String>;
 /// size without a job ever waiting on a start-up it did not need.
 pub struct WarmPool {
     env: PythonEnv,
+    /// Where samples' work directories are: the only place the runners can write.
+    scratch: PathBuf,
     tx: mpsc::UnboundedSender<Ready>,
     rx: Mutex<mpsc::UnboundedReceiver<Ready>>,
     size: usize,
@@ -159,10 +162,11 @@ pub struct WarmPool {
 
 impl WarmPool {
     /// Start `size` workers now (their imports overlap with whatever the caller does next).
-    pub fn start(env: PythonEnv, size: usize) -> Arc<WarmPool> {
+    pub fn start(env: PythonEnv, size: usize, scratch: PathBuf) -> Arc<WarmPool> {
         let (tx, rx) = mpsc::unbounded_channel();
         let pool = Arc::new(WarmPool {
             env,
+            scratch,
             tx,
             rx: Mutex::new(rx),
             size: size.max(1),
@@ -182,7 +186,7 @@ impl WarmPool {
     fn replace(self: &Arc<Self>) {
         let pool = self.clone();
         tokio::spawn(async move {
-            let w = Worker::spawn_module(&pool.env, &[RUNNER]).await;
+            let w = Worker::spawn_module(&pool.env, &[RUNNER], &pool.scratch).await;
             if let Ok(w) = &w
                 && let Ok(mut t) = pool.import_times.lock()
             {
@@ -205,9 +209,11 @@ impl WarmPool {
             "args": req.pytest_args(), "check": req.check,
             "memory_mb": req.limits.memory_mb, "max_procs": req.max_procs,
         });
+        const TRIES: u32 = 2;
         let mut last_error = String::new();
         let mut waited = Duration::ZERO;
-        for _attempt in 0..2 {
+        let mut died_during = 0;
+        for _attempt in 0..TRIES {
             let t = Instant::now();
             let taken = self.take().await;
             waited += t.elapsed();
@@ -221,13 +227,7 @@ impl WarmPool {
             };
             let _ = std::fs::remove_file(req.result_path());
             let forked = worker
-                .run_forked(
-                    &msg,
-                    &req.id,
-                    &req.limits,
-                    &req.output_path(),
-                    MemoryMeasure::Private,
-                )
+                .run_forked(&msg, &req.id, &req.limits, &req.output_path())
                 .await;
             match forked {
                 Ok(f) => {
@@ -251,9 +251,17 @@ impl WarmPool {
                     tracing::warn!("a warm pytest runner failed, replacing it: {e}");
                     worker.kill().await;
                     self.replace();
-                    last_error = e;
+                    died_during += u32::from(matches!(e, ForkError::DiedDuring(_)));
+                    last_error = e.to_string();
                 }
             }
+        }
+        if died_during == TRIES {
+            // The runner died under this sample on every try: the sample's code killed it (a
+            // generation may signal its parent). That is a failed sample, counted in pass@k.
+            let mut run = finish(req, Ending::RunnerKilled, 0, Duration::ZERO);
+            run.waited = waited;
+            return Ok(run);
         }
         Err(last_error)
     }
@@ -306,36 +314,37 @@ impl FreshRunner {
             argv.push("--reprolab-check".into());
             argv.push(f.into());
         }
+        sandbox::warn_gaps_once();
+        let argv = sandbox::confine(&self.env.python, &[&req.workdir], &argv);
         let (program, args) = sandbox::wrap(&argv);
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(args);
         sandbox::apply_env(&mut cmd, None);
+        sandbox::contain(&mut cmd);
         let mut pythonpath = vec![req.cwd.clone()];
         pythonpath.extend(self.env.pythonpath.clone());
         cmd.env(
             "PYTHONPATH",
             std::env::join_paths(pythonpath).map_err(|e| e.to_string())?,
         )
+        .env("TMPDIR", &req.workdir)
         .current_dir(&req.cwd)
         .stdin(Stdio::null())
         .stdout(out)
-        .stderr(err)
-        .process_group(0)
-        .kill_on_drop(true);
+        .stderr(err);
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", self.env.python.display()))?;
-        let pgid = child.id().unwrap_or(0) as i32;
-        let sup = supervise_with(
-            pgid,
-            MemoryMeasure::Private,
+        let tree = Tree::whole(child.id().unwrap_or(0) as i32);
+        let sup = supervise(
+            tree,
             &req.limits,
             &output,
             child.wait(),
             Duration::from_secs(10),
         )
         .await;
-        sandbox::kill_group(pgid, libc::SIGKILL);
+        let _ = tokio::task::spawn_blocking(move || tree.kill()).await;
         use std::os::unix::process::ExitStatusExt;
         let (code, signal) = match sup.done {
             Some(Ok(status)) => (status.code(), status.signal()),
@@ -344,7 +353,7 @@ impl FreshRunner {
         let mut run = finish(
             req,
             ending_of(sup.violation, code, signal),
-            sup.peak_rss_mb,
+            sup.peak_mb,
             sup.elapsed,
         );
         run.waited = waited;
@@ -355,14 +364,17 @@ impl FreshRunner {
 /// The light runner for `ast` questions (code extraction, the repository patcher).
 pub struct AstHelper {
     env: PythonEnv,
+    /// The helper runs no user code, but is confined like every runner.
+    scratch: PathBuf,
     worker: Mutex<Option<Worker>>,
     counter: std::sync::atomic::AtomicU64,
 }
 
 impl AstHelper {
-    pub fn new(env: PythonEnv) -> AstHelper {
+    pub fn new(env: PythonEnv, scratch: PathBuf) -> AstHelper {
         AstHelper {
             env,
+            scratch,
             worker: Mutex::new(None),
             counter: Default::default(),
         }
@@ -375,7 +387,9 @@ impl AstHelper {
         let mut last = String::new();
         for _ in 0..2 {
             if guard.as_mut().is_none_or(|w| !w.alive()) {
-                *guard = Some(Worker::spawn_module(&self.env, &[RUNNER, "--light"]).await?);
+                *guard = Some(
+                    Worker::spawn_module(&self.env, &[RUNNER, "--light"], &self.scratch).await?,
+                );
             }
             let n = self
                 .counter

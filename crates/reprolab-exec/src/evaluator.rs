@@ -38,7 +38,7 @@ pub struct Evaluator {
     inner: Arc<Inner>,
     store: Arc<Mutex<Store>>,
     read_cache: bool,
-    _scratch: tempfile::TempDir,
+    _scratch: crate::scratch::Scratch,
 }
 
 impl Evaluator {
@@ -50,7 +50,7 @@ impl Evaluator {
         workers: usize,
         read_cache: bool,
     ) -> std::io::Result<Evaluator> {
-        let scratch = tempfile::Builder::new().prefix("reprolab-").tempdir()?;
+        let scratch = crate::scratch::Scratch::new("eval")?;
         let workers = workers.max(1);
         Ok(Evaluator {
             inner: Arc::new(Inner {

@@ -4,9 +4,12 @@
 
 pub mod env;
 pub mod evaluator;
+pub mod landlock;
 pub mod pool;
+pub mod proctree;
 pub mod result;
 pub mod sandbox;
+pub mod scratch;
 pub mod script;
 pub mod supervise;
 pub mod worker;

@@ -11,7 +11,7 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use crate::Mode;
 use crate::env::PythonEnv;
 use crate::result::Finished;
-use crate::worker::{Request, Worker, infra};
+use crate::worker::{ForkError, Request, Worker, infra, killed_its_worker};
 use reprolab_core::manifest::Limits;
 
 /// One evaluation for the pool.
@@ -84,7 +84,9 @@ async fn serve(
     scratch: PathBuf,
     counter: Arc<AtomicU64>,
 ) {
-    let mut worker: Option<Worker> = match Worker::spawn(&env).await {
+    // Each worker's own directory: the only place its evaluations can write.
+    let scratch = scratch.join(format!("w{slot}"));
+    let mut worker: Option<Worker> = match Worker::spawn(&env, &scratch).await {
         Ok(w) => Some(w),
         Err(e) => {
             tracing::warn!(slot, "worker failed to start: {e}");
@@ -99,7 +101,7 @@ async fn serve(
         let n = counter.fetch_add(1, Ordering::Relaxed);
         let id = format!("e{n}");
         let workdir = scratch.join(&id);
-        let finished = run_with_retry(&env, &mut worker, &job, &id, &workdir).await;
+        let finished = run_with_retry(&env, &scratch, &mut worker, &job, &id, &workdir).await;
         let _ = std::fs::remove_dir_all(&workdir);
         let _ = reply.send(finished);
     }
@@ -110,6 +112,7 @@ async fn serve(
 
 async fn run_with_retry(
     env: &PythonEnv,
+    scratch: &std::path::Path,
     worker: &mut Option<Worker>,
     job: &Job,
     id: &str,
@@ -124,8 +127,10 @@ async fn run_with_retry(
         mode: job.mode,
         limits: &job.limits,
     };
+    const TRIES: usize = 2;
     let mut last_error = String::new();
-    for _attempt in 0..2 {
+    let mut died_during = 0;
+    for _attempt in 0..TRIES {
         let _ = std::fs::remove_dir_all(workdir);
         if let Err(e) = std::fs::create_dir_all(workdir) {
             return infra(format!("cannot create {}: {e}", workdir.display()));
@@ -134,7 +139,7 @@ async fn run_with_retry(
             if let Some(mut dead) = worker.take() {
                 dead.kill().await;
             }
-            match Worker::spawn(env).await {
+            match Worker::spawn(env, scratch).await {
                 Ok(w) => *worker = Some(w),
                 Err(e) => return infra(e),
             }
@@ -149,12 +154,16 @@ async fn run_with_retry(
             }
             Err(e) => {
                 tracing::warn!("worker failed, replacing it: {e}");
-                last_error = e;
+                died_during += usize::from(matches!(e, ForkError::DiedDuring(_)));
+                last_error = e.to_string();
                 if let Some(mut dead) = worker.take() {
                     dead.kill().await;
                 }
             }
         }
+    }
+    if died_during == TRIES {
+        return killed_its_worker(TRIES, &last_error);
     }
     infra(last_error)
 }

@@ -1,8 +1,10 @@
 //! What subject code runs inside: a scrubbed environment without credentials, its own process
-//! group, and (where the kernel allows unprivileged user namespaces) a network namespace with no
-//! interfaces up.
+//! group, death with reprolab, and what the kernel offers of: a network namespace with no
+//! interface up, a PID namespace, and a Landlock domain that confines writes to a scratch
+//! directory (see docs/execution.md, "Threat model").
 
 use std::ffi::OsString;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
@@ -34,38 +36,59 @@ const FIXED: &[(&str, &str)] = &[
     ("PYTHONNOUSERSITE", "1"),
 ];
 
-/// Names that look like they hold a secret are never passed, even when asked for.
+/// Names that look like they hold a secret are never passed, even when asked for: a word
+/// anywhere in the name (`OPENAI_API_KEY`, `db_password`), a whole `_`-separated segment
+/// (`GH_PAT`, `SERVICE_CREDS`), or a cloud provider's prefix.
 pub fn is_credential(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    [
+    const WORDS: &[&str] = &[
         "KEY",
         "TOKEN",
         "SECRET",
         "PASSWORD",
         "PASSWD",
         "CREDENTIAL",
+        "CREDS",
         "AUTH",
         "COOKIE",
         "SESSION",
-    ]
-    .iter()
-    .any(|w| upper.contains(w))
-        || upper.starts_with("AWS_")
+        "PRIVATE",
+        "DATABASE",
+        "DSN",
+        "CONNECTION_STRING",
+    ];
+    const SEGMENTS: &[&str] = &["PAT", "PASS", "PWD", "CRED", "SAS"];
+    const PREFIXES: &[&str] = &["AWS_", "AZURE_", "GOOGLE_", "GCP_", "GH_", "GITHUB_"];
+    WORDS.iter().any(|w| upper.contains(w))
+        || upper.split('_').any(|seg| SEGMENTS.contains(&seg))
+        || PREFIXES.iter().any(|p| upper.starts_with(p))
+}
+
+/// A value that carries credentials whatever its name: a URL with a user and password
+/// (`postgres://user:secret@host/db`).
+pub fn is_credential_value(value: &str) -> bool {
+    value.split("://").skip(1).any(|rest| {
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        authority
+            .rsplit_once('@')
+            .is_some_and(|(userinfo, _)| userinfo.contains(':'))
+    })
 }
 
 /// The environment for subject code: the pass list, `LC_*`, anything named in
-/// `REPROLAB_PASS_ENV` (comma separated) unless it looks like a credential, and fixed settings.
+/// `REPROLAB_PASS_ENV` (comma separated) unless its name or value looks like a credential, and
+/// fixed settings.
 pub fn scrubbed_env() -> Vec<(OsString, OsString)> {
     let extra: Vec<String> = std::env::var("REPROLAB_PASS_ENV")
         .map(|v| v.split(',').map(|s| s.trim().to_string()).collect())
         .unwrap_or_default();
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
-        .filter(|(k, _)| {
+        .filter(|(k, v)| {
             let k = k.to_string_lossy();
             let wanted = PASS.contains(&k.as_ref())
                 || k.starts_with("LC_")
                 || extra.iter().any(|e| e == k.as_ref());
-            wanted && !is_credential(&k)
+            wanted && !is_credential(&k) && !is_credential_value(&v.to_string_lossy())
         })
         .collect();
     for (k, v) in FIXED {
@@ -84,32 +107,182 @@ pub fn apply_env(cmd: &mut tokio::process::Command, pythonpath: Option<&std::pat
     }
 }
 
-/// Whether `unshare -rn` works here, i.e. subject code can be cut off from the network.
-/// Probed once per process. `REPROLAB_NO_ISOLATION=1` turns isolation off.
-pub fn network_isolation() -> bool {
-    static PROBE: OnceLock<bool> = OnceLock::new();
-    *PROBE.get_or_init(|| {
-        if std::env::var_os("REPROLAB_NO_ISOLATION").is_some_and(|v| v != "0") {
-            return false;
+/// The kernel mechanisms that confine user code on this machine, probed once per process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Isolation {
+    /// A network namespace with no interface up (`unshare -n`): no network at all.
+    pub network: bool,
+    /// A PID namespace per worker (`unshare -p --fork --kill-child`): when the worker dies the
+    /// kernel kills every process in it, daemons that called setsid included.
+    pub pid_namespace: bool,
+    /// Landlock ABI version of the kernel (0: none). From 1, user code writes only its scratch
+    /// directory; from 4 it cannot bind or connect TCP sockets; from 6 it cannot signal
+    /// processes outside its sandbox or reach abstract Unix sockets outside it.
+    pub landlock_abi: u32,
+    /// Landlock controls connecting to path-named Unix sockets (LANDLOCK_ACCESS_FS_RESOLVE_UNIX,
+    /// kernels from 2026): sockets outside the scratch directory are unreachable.
+    pub unix_sockets: bool,
+}
+
+impl Isolation {
+    /// Whether user code can write outside its scratch directory.
+    pub fn confines_writes(&self) -> bool {
+        self.landlock_abi >= 1
+    }
+
+    /// What is missing here, in words, for a one-time warning (empty when nothing is).
+    pub fn gaps(&self) -> Vec<&'static str> {
+        let mut gaps = Vec::new();
+        if !self.network {
+            gaps.push("network access (no unprivileged user namespaces)");
         }
-        Command::new("unshare")
-            .args(["-rn", "true"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+        if !self.pid_namespace {
+            gaps.push(
+                "a PID namespace (a daemon started by user code can outlive a killed reprolab)",
+            );
+        }
+        if self.landlock_abi < 1 {
+            gaps.push("file-system writes (no Landlock: user code can write the user's files)");
+        } else if self.landlock_abi < 6 {
+            gaps.push("signals to processes outside the sandbox (Landlock ABI < 6)");
+        }
+        if !self.unix_sockets {
+            gaps.push("path-named Unix sockets (this kernel's Landlock cannot restrict them)");
+        }
+        gaps
+    }
+}
+
+fn disabled() -> bool {
+    std::env::var_os("REPROLAB_NO_ISOLATION").is_some_and(|v| v != "0")
+}
+
+fn runs(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// What this machine offers (see [`Isolation`]). `REPROLAB_NO_ISOLATION=1` turns every
+/// mechanism off (for debugging a subject that needs the network or writes elsewhere).
+pub fn isolation() -> Isolation {
+    static PROBE: OnceLock<Isolation> = OnceLock::new();
+    *PROBE.get_or_init(|| {
+        if disabled() {
+            return Isolation {
+                network: false,
+                pid_namespace: false,
+                landlock_abi: 0,
+                unix_sockets: false,
+            };
+        }
+        let network = runs("unshare", &["-rn", "true"]);
+        let pid_namespace = network && runs("unshare", &["-rnp", "--fork", "--kill-child", "true"]);
+        let landlock_abi = crate::landlock::abi();
+        Isolation {
+            network,
+            pid_namespace,
+            landlock_abi,
+            unix_sockets: landlock_abi >= 1 && crate::landlock::restricts_unix_sockets(),
+        }
     })
 }
 
-/// The program and leading arguments that start `argv` inside the sandbox.
+/// Whether subject code is cut off from the network (see [`isolation`]).
+pub fn network_isolation() -> bool {
+    isolation().network
+}
+
+/// Say once per process, on stderr, which protections this machine cannot give.
+pub fn warn_gaps_once() {
+    static WARNED: OnceLock<()> = OnceLock::new();
+    WARNED.get_or_init(|| {
+        let gaps = isolation().gaps();
+        if !gaps.is_empty() && !disabled() {
+            tracing::warn!(
+                "the sandbox cannot confine {} on this machine; see docs/execution.md (threat model)",
+                gaps.join("; ")
+            );
+        }
+    });
+}
+
+/// The program and leading arguments that start `argv` inside the namespaces: with a PID
+/// namespace, `argv` runs as its PID 1 under an `unshare` that dies with reprolab and takes it
+/// along (`--kill-child`).
 pub fn wrap(argv: &[OsString]) -> (OsString, Vec<OsString>) {
-    if network_isolation() {
-        let mut args: Vec<OsString> = vec!["-rn".into(), "--".into()];
+    let iso = isolation();
+    if iso.network {
+        let flags = if iso.pid_namespace {
+            &["-rnp", "--fork", "--kill-child", "--"][..]
+        } else {
+            &["-rn", "--"][..]
+        };
+        let mut args: Vec<OsString> = flags.iter().map(OsString::from).collect();
         args.extend(argv.iter().cloned());
         ("unshare".into(), args)
     } else {
         (argv[0].clone(), argv[1..].to_vec())
+    }
+}
+
+/// `argv` for a program that is not a reprolab worker (a script subject, a fresh pytest): run
+/// through `python -m reprolab.sandbox`, which enters the Landlock domain where only `writable`
+/// can be written and then executes it.
+pub fn confine(python: &Path, writable: &[&Path], argv: &[OsString]) -> Vec<OsString> {
+    if !isolation().confines_writes() {
+        return argv.to_vec();
+    }
+    let mut out: Vec<OsString> = vec![python.into(), "-m".into(), "reprolab.sandbox".into()];
+    for w in writable {
+        out.push("--write".into());
+        out.push(w.into());
+    }
+    out.push("--".into());
+    out.extend(argv.iter().cloned());
+    out
+}
+
+/// Arguments that make a reprolab worker module confine itself to `writable`.
+pub fn worker_args(writable: &[&Path]) -> Vec<OsString> {
+    if !isolation().confines_writes() {
+        return Vec::new();
+    }
+    writable
+        .iter()
+        .flat_map(|w| [OsString::from("--write"), w.into()])
+        .collect()
+}
+
+/// Settings every process reprolab starts for user code gets: its own process group, killed
+/// when its handle is dropped, and SIGKILLed by the kernel when reprolab dies (even by
+/// SIGKILL). The parent-death signal fires when the *thread* that spawned it exits; processes
+/// are spawned from the async runtime's worker threads, which live as long as reprolab.
+pub fn contain(cmd: &mut tokio::process::Command) {
+    cmd.process_group(0).kill_on_drop(true);
+    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // reprolab died between fork and prctl: do not start at all.
+            if libc::getppid() == 1 {
+                return Err(std::io::Error::other("reprolab exited"));
+            }
+            Ok(())
+        });
     }
 }
 
@@ -123,91 +296,9 @@ pub fn kill_group(pgid: i32, signal: i32) {
     }
 }
 
-/// Resident memory in MB of one process (0 if unknown).
-pub fn process_rss_mb(pid: i32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/statm"))
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|p| p.parse::<u64>().ok())
-        })
-        .map_or(0, |pages| pages * 4096 / (1024 * 1024))
-}
-
-/// The processes (ids) whose process group is `pgid` (scans /proc; empty if unknown). Zombies
-/// are left out: they hold no memory and are gone as far as a caller is concerned.
-pub fn group_pids(pgid: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut pids = Vec::new();
-    for entry in dir.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // Fields after the parenthesised command name: state ppid pgrp ...
-        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next();
-        let pgrp = fields.nth(1).and_then(|s| s.parse::<i32>().ok());
-        if pgrp == Some(pgid) && state != Some("Z") {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
-/// Resident memory in MB of every process in the group `pgid` (scans /proc; 0 if unknown).
-pub fn group_rss_mb(pgid: i32) -> u64 {
-    let page = 4096u64;
-    let pages: u64 = group_pids(pgid)
-        .into_iter()
-        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/statm")).ok())
-        .map(|statm| {
-            statm
-                .split_whitespace()
-                .nth(1)
-                .and_then(|s| s.parse::<u64>().ok())
-                .unwrap_or(0)
-        })
-        .sum();
-    pages * page / (1024 * 1024)
-}
-
-/// Memory in MB that the processes of group `pgid` hold privately (the sum of their
-/// `Private_Clean + Private_Dirty` in /proc/PID/smaps_rollup): what would be freed if the group
-/// died. Unlike RSS it does not count the copy-on-write pages a forked child shares with its warm
-/// parent (torch, ~400 MB), nor count them again for every process the child forks, so a bound
-/// on it is a bound on what the evaluation itself added. Falls back to RSS for a process whose
-/// smaps_rollup cannot be read (kernels before 4.14).
-pub fn group_private_mb(pgid: i32) -> u64 {
-    let kb: u64 = group_pids(pgid)
-        .into_iter()
-        .map(
-            |pid| match std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) {
-                Ok(text) => text
-                    .lines()
-                    .filter(|l| l.starts_with("Private_Clean:") || l.starts_with("Private_Dirty:"))
-                    .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-                    .sum(),
-                Err(_) => process_rss_mb(pid) * 1024,
-            },
-        )
-        .sum();
-    kb / 1024
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::process::CommandExt as _;
 
     #[test]
     fn credentials_are_recognised() {
@@ -244,36 +335,25 @@ mod tests {
     }
 
     #[test]
-    fn rss_of_own_group_is_positive() {
-        // SAFETY: getpgrp cannot fail.
-        let pgid = unsafe { libc::getpgrp() };
-        assert!(group_rss_mb(pgid) > 0);
-        assert!(group_pids(pgid).contains(&(std::process::id() as i32)));
-    }
-
-    #[test]
-    fn private_memory_grows_with_what_a_process_writes() {
-        // A child in its own group that touches 64 MB: its private memory must show them.
-        let mut child = Command::new("python3")
-            .args([
-                "-c",
-                "import time; b = bytearray(64 * 2**20); print('ok', flush=True); time.sleep(30)",
-            ])
-            .stdout(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .expect("python3 runs");
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-            &mut line,
-        )
-        .unwrap();
-        let pgid = child.id() as i32;
-        let private = group_private_mb(pgid);
-        kill_group(pgid, libc::SIGKILL);
-        let _ = child.wait();
-        assert!(private >= 60, "private {private} MB");
-        assert!(group_pids(pgid).is_empty());
+    fn credentials_in_names_and_values_are_recognised() {
+        for name in [
+            "DATABASE_URL",
+            "GH_PAT",
+            "SERVICE_CREDS",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "MY_PASS",
+        ] {
+            assert!(is_credential(name), "{name}");
+        }
+        // Words inside other words are not segments.
+        for name in ["PATH", "PATCH_LEVEL", "COMPASS_DIR", "PYTHONPATH"] {
+            assert!(!is_credential(name), "{name}");
+        }
+        assert!(is_credential_value("postgres://u:s3cret@db.example/x"));
+        assert!(is_credential_value(
+            "x https://tok:x-oauth@github.com/a.git"
+        ));
+        assert!(!is_credential_value("https://example.com/a@b"));
+        assert!(!is_credential_value("/usr/bin:/bin"));
     }
 }

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::Mode;
 use crate::env::PythonEnv;
+use crate::proctree::Tree;
 use crate::result::{Exit, Finished, interpret};
 use crate::sandbox;
 use crate::supervise::supervise;
@@ -83,16 +84,24 @@ pub async fn run_command(
         Ok(pair) => pair,
         Err(e) => return infra(format!("cannot create {}: {e}", output_path.display())),
     };
-    let (program, args) = sandbox::wrap(&["sh".into(), "-c".into(), line.clone().into()]);
+    sandbox::warn_gaps_once();
+    let argv = sandbox::confine(
+        &env.python,
+        &[workdir],
+        &["sh".into(), "-c".into(), line.clone().into()],
+    );
+    let (program, args) = sandbox::wrap(&argv);
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args);
     sandbox::apply_env(&mut cmd, env.pythonpath.as_deref());
+    sandbox::contain(&mut cmd);
     // The managed interpreter first on PATH, so that a template saying `python` gets it too.
     if let Some(bin) = env.python.parent() {
         let path = std::env::var("PATH").unwrap_or_default();
         cmd.env("PATH", format!("{}:{path}", bin.display()));
     }
     cmd.env("REPROLAB_WORKDIR", workdir)
+        .env("TMPDIR", workdir)
         .env(
             "REPROLAB_MODE",
             serde_json::to_value(mode)
@@ -103,17 +112,14 @@ pub async fn run_command(
         .current_dir(subject_dir)
         .stdin(Stdio::null())
         .stdout(out)
-        .stderr(err)
-        .process_group(0)
-        .kill_on_drop(true);
+        .stderr(err);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return infra(format!("cannot start `{line}`: {e}")),
     };
-    let pgid = child.id().unwrap_or(0) as i32;
+    let tree = Tree::whole(child.id().unwrap_or(0) as i32);
     let sup = supervise(
-        pgid,
-        0,
+        tree,
         limits,
         &output_path,
         child.wait(),
@@ -127,10 +133,10 @@ pub async fn run_command(
         },
         _ => Exit::default(),
     };
-    // Whatever the script left running in its group goes too.
-    sandbox::kill_group(pgid, libc::SIGKILL);
+    // Whatever the script left running goes too.
+    let _ = tokio::task::spawn_blocking(move || tree.kill()).await;
     let (outcome, epochs, output_tail) =
-        interpret(workdir, exit, sup.violation, sup.peak_rss_mb, limits);
+        interpret(workdir, exit, sup.violation, sup.peak_mb, limits);
     Finished {
         outcome,
         epochs,

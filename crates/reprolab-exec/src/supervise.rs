@@ -1,5 +1,5 @@
-//! The watchdog around one running evaluation: wall time, resident memory of its process group
-//! and the size of its output, checked every 100 ms. Past a limit the group gets SIGTERM, then
+//! The watchdog around one running evaluation: wall time, memory of its process tree (PSS) and
+//! the size of its output, checked every 100 ms. Past a limit the tree gets SIGTERM, then
 //! SIGKILL after a grace period.
 
 use std::future::Future;
@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use reprolab_core::manifest::Limits;
 
-use crate::sandbox::{group_private_mb, group_rss_mb, kill_group};
+use crate::proctree::Tree;
 
 const POLL: Duration = Duration::from_millis(100);
 const GRACE: Duration = Duration::from_secs(2);
@@ -27,58 +27,16 @@ pub struct Supervised<T> {
     /// The value of `done`, unless even SIGKILL did not make it finish in time.
     pub done: Option<T>,
     pub violation: Option<Violation>,
-    pub peak_rss_mb: u64,
+    pub peak_mb: u64,
     pub elapsed: Duration,
 }
 
-/// How the memory of a supervised process group is measured against `Limits::memory_mb`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum MemoryMeasure {
-    /// Resident memory of the group minus `baseline_mb` (the pages a forked child inherited from
-    /// its warm parent count as the child's in RSS).
-    Rss { baseline_mb: u64 },
-    /// Private memory of the group ([`group_private_mb`]): needs no baseline and is not fooled
-    /// by a child that forks many copies of itself.
-    Private,
-}
-
-impl MemoryMeasure {
-    fn measure(self, pgid: i32) -> u64 {
-        match self {
-            MemoryMeasure::Rss { baseline_mb } => group_rss_mb(pgid).saturating_sub(baseline_mb),
-            MemoryMeasure::Private => group_private_mb(pgid),
-        }
-    }
-}
-
-/// Wait for `done` while enforcing `limits` on the process group `pgid`, whose combined output
-/// goes to `output`. `baseline_mb` is subtracted from the group's resident memory: a child forked
-/// from a warm worker starts with the worker's pages (torch, ~400 MB) counted as its own, and
-/// the bound is on what the evaluation adds. `stuck_after` bounds the wait after SIGKILL (a stuck
-/// parent, e.g. a worker that no longer answers).
+/// Wait for `done` while enforcing `limits` on the process tree `tree`, whose combined output
+/// goes to `output`. Memory is the tree's PSS above its baseline ([`Tree`]). Past a limit the
+/// tree gets SIGTERM, then SIGKILL after a grace period; `stuck_after` bounds the wait after
+/// SIGKILL (a stuck parent, e.g. a worker that no longer answers).
 pub async fn supervise<T>(
-    pgid: i32,
-    baseline_mb: u64,
-    limits: &Limits,
-    output: &Path,
-    done: impl Future<Output = T>,
-    stuck_after: Duration,
-) -> Supervised<T> {
-    supervise_with(
-        pgid,
-        MemoryMeasure::Rss { baseline_mb },
-        limits,
-        output,
-        done,
-        stuck_after,
-    )
-    .await
-}
-
-/// [`supervise`] with the memory measured as `memory` says.
-pub async fn supervise_with<T>(
-    pgid: i32,
-    memory: MemoryMeasure,
+    tree: Tree,
     limits: &Limits,
     output: &Path,
     done: impl Future<Output = T>,
@@ -86,12 +44,12 @@ pub async fn supervise_with<T>(
 ) -> Supervised<T> {
     let start = Instant::now();
     let timeout = Duration::from_secs_f64(limits.timeout_s);
-    let output_cap = limits.output_mb * 1024 * 1024;
+    let output_cap = limits.output_mb.saturating_mul(1024 * 1024);
     let mut peak = 0u64;
-    // Measuring memory scans /proc and, for private memory, walks every process's page tables:
-    // for a group of hundreds of processes that takes seconds. It runs on a blocking thread
-    // while this loop keeps checking time and output every POLL, so a slow measurement delays
-    // neither a timeout nor any other evaluation's watchdog.
+    // Measuring memory scans /proc and walks every process's page tables: for a tree of
+    // hundreds of processes that takes seconds. It runs on a blocking thread while this loop
+    // keeps checking time and output every POLL, so a slow measurement delays neither a timeout
+    // nor any other evaluation's watchdog.
     let mut measuring: Option<tokio::task::JoinHandle<u64>> = None;
     tokio::pin!(done);
     let violation = loop {
@@ -100,7 +58,7 @@ pub async fn supervise_with<T>(
                 if let Some(h) = measuring.take() {
                     h.abort();
                 }
-                return Supervised { done: Some(v), violation: None, peak_rss_mb: peak, elapsed: start.elapsed() };
+                return Supervised { done: Some(v), violation: None, peak_mb: peak, elapsed: start.elapsed() };
             }
             _ = tokio::time::sleep(POLL) => {
                 if start.elapsed() > timeout {
@@ -110,14 +68,14 @@ pub async fn supervise_with<T>(
                     break Violation::Output;
                 }
                 if measuring.as_ref().is_some_and(|h| h.is_finished()) {
-                    let rss = measuring.take().expect("checked").await.unwrap_or(0);
-                    peak = peak.max(rss);
-                    if rss > limits.memory_mb {
+                    let mb = measuring.take().expect("checked").await.unwrap_or(0);
+                    peak = peak.max(mb);
+                    if mb > limits.memory_mb {
                         break Violation::Memory;
                     }
                 }
                 if measuring.is_none() {
-                    measuring = Some(tokio::task::spawn_blocking(move || memory.measure(pgid)));
+                    measuring = Some(tokio::task::spawn_blocking(move || tree.memory_mb()));
                 }
             }
         }
@@ -126,22 +84,22 @@ pub async fn supervise_with<T>(
         h.abort();
     }
     tracing::debug!(
-        pgid,
+        root = tree.root,
         ?violation,
-        "limit exceeded; terminating the process group"
+        "limit exceeded; terminating the evaluation's processes"
     );
-    kill_group(pgid, libc::SIGTERM);
+    tree.signal(libc::SIGTERM);
     let done_value = match tokio::time::timeout(GRACE, &mut done).await {
         Ok(v) => Some(v),
         Err(_) => {
-            kill_group(pgid, libc::SIGKILL);
+            let _ = tokio::task::spawn_blocking(move || tree.kill()).await;
             tokio::time::timeout(stuck_after, &mut done).await.ok()
         }
     };
     Supervised {
         done: done_value,
         violation: Some(violation),
-        peak_rss_mb: peak,
+        peak_mb: peak,
         elapsed: start.elapsed(),
     }
 }

@@ -14,9 +14,10 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use crate::Mode;
 use crate::env::PythonEnv;
+use crate::proctree::Tree;
 use crate::result::{Exit, Finished, interpret};
 use crate::sandbox;
-use crate::supervise::{MemoryMeasure, Violation, supervise_with};
+use crate::supervise::{Violation, supervise};
 use reprolab_core::Outcome;
 use reprolab_core::manifest::Limits;
 
@@ -41,11 +42,28 @@ pub struct Request<'a> {
 
 pub struct Worker {
     child: Child,
+    /// The Python process's id as the host sees it (inside a PID namespace it is 1 to itself;
+    /// the process reprolab started is then the `unshare` above it).
+    host_pid: i32,
+    /// What the worker reported of its sandbox (Landlock status), for the record.
+    pub sandbox: Value,
     stdin: ChildStdin,
     events: Lines<BufReader<ChildStdout>>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     /// Torch import time reported at start-up.
     pub import_s: f64,
+}
+
+/// Why a forked evaluation has no result from its worker.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ForkError {
+    /// The worker is broken: gone, or not answering, before the evaluation began.
+    #[error("{0}")]
+    Worker(String),
+    /// The worker died while the evaluation ran: possibly the evaluated code's doing (it may
+    /// signal its parent), so a caller that sees this twice for the same code blames the code.
+    #[error("{0}")]
+    DiedDuring(String),
 }
 
 /// What the watchdog saw of one forked child (see [`Worker::run_forked`]).
@@ -60,25 +78,34 @@ pub struct Forked {
 }
 
 impl Worker {
-    /// Start a worker and wait until it has imported torch.
-    pub async fn spawn(env: &PythonEnv) -> Result<Worker, String> {
-        Self::spawn_module(env, &["reprolab.worker"]).await
+    /// Start a worker and wait until it has imported torch. User code it runs can write only
+    /// under `scratch` (where the kernel allows; see [`sandbox::isolation`]).
+    pub async fn spawn(env: &PythonEnv, scratch: &Path) -> Result<Worker, String> {
+        Self::spawn_module(env, &["reprolab.worker"], scratch).await
     }
 
     /// Start `python -m MODULE ARGS…` in the sandbox: any module that speaks the worker protocol
-    /// (a private event channel, a `ready` event first; e.g. `reprolab.codegen_runner`).
-    pub async fn spawn_module(env: &PythonEnv, module_and_args: &[&str]) -> Result<Worker, String> {
+    /// (a private event channel, a `ready` event first; e.g. `reprolab.codegen_runner`) and
+    /// confines itself to `scratch` when given `--write scratch`.
+    pub async fn spawn_module(
+        env: &PythonEnv,
+        module_and_args: &[&str],
+        scratch: &Path,
+    ) -> Result<Worker, String> {
+        sandbox::warn_gaps_once();
+        std::fs::create_dir_all(scratch)
+            .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
         let mut argv: Vec<OsString> = vec![env.python.clone().into(), "-m".into()];
         argv.extend(module_and_args.iter().map(OsString::from));
+        argv.extend(sandbox::worker_args(&[scratch]));
         let (program, args) = sandbox::wrap(&argv);
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(args);
         sandbox::apply_env(&mut cmd, env.pythonpath.as_deref());
+        sandbox::contain(&mut cmd);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+            .stderr(Stdio::piped());
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start the Python worker: {e}"))?;
@@ -98,6 +125,8 @@ impl Worker {
             }
         });
         let mut w = Worker {
+            host_pid: 0,
+            sandbox: Value::Null,
             child,
             stdin,
             events,
@@ -108,6 +137,13 @@ impl Worker {
         match ready {
             Ok(Some(ev)) if ev["ev"] == "ready" => {
                 w.import_s = ev["import_s"].as_f64().unwrap_or(0.0);
+                // Older protocol (no host_pid): the process reprolab started is the worker.
+                w.host_pid = ev["host_pid"]
+                    .as_i64()
+                    .map(|p| p as i32)
+                    .or_else(|| w.child.id().map(|p| p as i32))
+                    .unwrap_or(0);
+                w.sandbox = ev["sandbox"].clone();
                 tracing::debug!(pid = ?w.child.id(), import_s = w.import_s, "worker ready");
                 Ok(w)
             }
@@ -199,51 +235,56 @@ impl Worker {
     }
 
     /// Send a request that makes the worker fork a child (`started` … `done` events for `id`)
-    /// and watch the child's process group with `limits`, its output going to `output`. Whatever
-    /// the child left running in its group is killed when it is done. `Err` means the worker
-    /// itself is broken and must be replaced (the request may be retried on a fresh worker).
+    /// and watch the processes below the worker with `limits`, the child's output going to
+    /// `output`. Whatever the child left running (daemons included) is killed when it is done.
+    /// `Err` means the worker itself is broken and must be replaced (the request may be retried
+    /// on a fresh worker).
     pub async fn run_forked(
         &mut self,
         msg: &Value,
         id: &str,
         limits: &Limits,
         output: &Path,
-        memory: MemoryMeasure,
-    ) -> Result<Forked, String> {
-        self.send(msg).await?;
-        let started = loop {
+    ) -> Result<Forked, ForkError> {
+        // Measured before the fork: the child starts as a copy of the worker, and the bound is
+        // on what the evaluation adds to the worker's tree.
+        let tree = Tree::below(self.host_pid);
+        let mut msg = msg.clone();
+        // The worker's own deadline, so a child cannot outlive its limit even if reprolab stops
+        // watching (it kills the child a little after reprolab would).
+        msg["timeout_s"] = json!(limits.timeout_s);
+        self.send(&msg).await.map_err(ForkError::Worker)?;
+        loop {
             match tokio::time::timeout(FORK, self.next_event()).await {
-                Ok(Some(ev)) if ev["ev"] == "started" && ev["id"] == id => break ev,
+                Ok(Some(ev)) if ev["ev"] == "started" && ev["id"] == id => break,
                 Ok(Some(_)) => continue,
+                // Died after taking the request: the forked code may have killed it before
+                // the worker said `started`.
                 Ok(None) => {
-                    return Err(format!(
+                    return Err(ForkError::DiedDuring(format!(
                         "the worker died; its last output:\n{}",
                         self.stderr_text()
+                    )));
+                }
+                Err(_) => {
+                    return Err(ForkError::Worker(
+                        "the worker did not start the evaluation within 60 s".into(),
                     ));
                 }
-                Err(_) => return Err("the worker did not start the evaluation within 60 s".into()),
             }
-        };
-        let pid = started["pid"].as_i64().unwrap_or(0) as i32;
+        }
         let id_owned = id.to_string();
-        let sup = supervise_with(
-            pid,
-            memory,
-            limits,
-            output,
-            self.wait_done(&id_owned),
-            STUCK,
-        )
-        .await;
-        // Grandchildren the child left behind (it may have forked and returned) go too.
-        sandbox::kill_group(pid, libc::SIGKILL);
+        let sup = supervise(tree, limits, output, self.wait_done(&id_owned), STUCK).await;
+        // The worker sweeps its children itself; this catches what it could not (a worker that
+        // is not a subreaper, or one that died).
+        let _ = tokio::task::spawn_blocking(move || tree.kill()).await;
         let exit = match sup.done {
             Some(Some(exit)) => Some(exit),
             Some(None) if sup.violation.is_none() => {
-                return Err(format!(
+                return Err(ForkError::DiedDuring(format!(
                     "the worker died during the evaluation; its last output:\n{}",
                     self.stderr_text()
-                ));
+                )));
             }
             // Killed for a limit, but the worker vanished or stuck: keep the verdict, replace it.
             _ => {
@@ -254,37 +295,22 @@ impl Worker {
         Ok(Forked {
             exit,
             violation: sup.violation,
-            peak_mb: sup.peak_rss_mb,
+            peak_mb: sup.peak_mb,
             elapsed: sup.elapsed,
         })
-    }
-
-    /// Resident memory in MB of the worker process itself.
-    pub fn rss_mb(&self) -> u64 {
-        self.child
-            .id()
-            .map_or(0, |p| sandbox::process_rss_mb(p as i32))
     }
 
     /// Run one evaluation in `workdir`. `Err` means the worker itself is broken and must be
     /// replaced (the evaluation may be retried on a fresh worker); the result of a subject that
     /// broke a limit is always `Ok`.
-    pub async fn run(&mut self, req: &Request<'_>, workdir: &Path) -> Result<Finished, String> {
+    pub async fn run(&mut self, req: &Request<'_>, workdir: &Path) -> Result<Finished, ForkError> {
         let msg = json!({
             "op": "eval", "id": req.id, "subject_dir": req.subject_dir, "entry": req.entry,
             "config": req.config, "seed": req.seed, "mode": req.mode, "workdir": workdir,
             "memory_mb": req.limits.memory_mb,
         });
-        // The child starts as a copy of the worker: its pages are not the evaluation's doing.
-        let baseline_mb = self.rss_mb();
         let forked = self
-            .run_forked(
-                &msg,
-                req.id,
-                req.limits,
-                &workdir.join("output.log"),
-                MemoryMeasure::Rss { baseline_mb },
-            )
+            .run_forked(&msg, req.id, req.limits, &workdir.join("output.log"))
             .await?;
         let (outcome, epochs, output_tail) = interpret(
             workdir,
@@ -323,6 +349,24 @@ impl Worker {
         {
             self.kill().await;
         }
+    }
+}
+
+/// The outcome of code whose worker died while running it, on every try: counted as a crash of
+/// that code (it may well have killed its parent), not as reprolab's failure.
+pub fn killed_its_worker(tries: usize, message: &str) -> Finished {
+    Finished {
+        outcome: Outcome::Crash {
+            exit_code: None,
+            signal: None,
+            detail: format!(
+                "the worker running this code died during it, on each of {tries} tries \
+                 (code that signals or kills its parent is a failure of that code): {message}"
+            ),
+        },
+        epochs: Vec::new(),
+        output_tail: String::new(),
+        duration_s: 0.0,
     }
 }
 

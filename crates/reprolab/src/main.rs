@@ -35,6 +35,7 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
+        tokio::spawn(reprolab_exec::scratch::exit_on_signal());
         let g = &cli.global;
         match &cli.command {
             Command::Eval(a) => commands::eval::run(g, a).await,

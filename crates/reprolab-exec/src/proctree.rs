@@ -1,0 +1,228 @@
+//! The processes of one evaluation, found as a tree under the process reprolab started (not as
+//! a process group, which a daemon leaves with setsid), and what they really use: the
+//! proportional set size (PSS) of the tree, in which a page shared by n processes counts 1/n
+//! in each, so the pages a forked training shares with its warm parent, or with the
+//! DataLoader workers it forks, count once in all.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Every process's parent, read from /proc (zombies left out: they hold no memory and are gone
+/// as far as a caller is concerned).
+fn parents() -> HashMap<i32, i32> {
+    let mut map = HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return map;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the parenthesised command name: state ppid ...
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let ppid = fields.next().and_then(|s| s.parse::<i32>().ok());
+        if let (Some(ppid), false) = (ppid, state == Some("Z")) {
+            map.insert(pid, ppid);
+        }
+    }
+    map
+}
+
+/// The living processes below `root` (children, their children, ...), `root` left out.
+pub fn descendants(root: i32) -> Vec<i32> {
+    let parents = parents();
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    for (&pid, &ppid) in &parents {
+        children.entry(ppid).or_default().push(pid);
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(p) = stack.pop() {
+        for &c in children.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
+            out.push(c);
+            stack.push(c);
+        }
+    }
+    out
+}
+
+/// PSS of one process in kB (its RSS when smaps_rollup cannot be read, kernels before 4.14;
+/// 0 when it is gone).
+pub fn pss_kb(pid: i32) -> u64 {
+    if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) {
+        return text
+            .lines()
+            .find(|l| l.starts_with("Pss:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .unwrap_or(0);
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/statm"))
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4)
+}
+
+/// PSS in kB of `root` and everything below it.
+pub fn tree_pss_kb(root: i32) -> u64 {
+    pss_kb(root) + descendants(root).into_iter().map(pss_kb).sum::<u64>()
+}
+
+/// A process tree under watch: what it uses and how it is stopped.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tree {
+    /// The process reprolab started (a worker, an `unshare`, a script's shell).
+    pub root: i32,
+    /// Whether stopping the evaluation stops `root` too (a script: yes; a warm worker: no, it
+    /// serves the next evaluation).
+    pub kill_root: bool,
+    /// PSS in kB the tree had before the evaluation started (a warm worker's own), subtracted
+    /// from every measurement.
+    pub baseline_kb: u64,
+}
+
+impl Tree {
+    /// A tree that is all the evaluation's: memory counted from zero, killed whole.
+    pub fn whole(root: i32) -> Tree {
+        Tree {
+            root,
+            kill_root: true,
+            baseline_kb: 0,
+        }
+    }
+
+    /// The evaluation below a warm worker `root`, whose own memory now is the baseline.
+    pub fn below(root: i32) -> Tree {
+        Tree {
+            root,
+            kill_root: false,
+            baseline_kb: tree_pss_kb(root),
+        }
+    }
+
+    /// Memory the evaluation added, in MB.
+    pub fn memory_mb(&self) -> u64 {
+        tree_pss_kb(self.root).saturating_sub(self.baseline_kb) / 1024
+    }
+
+    /// Send `signal` to every process of the evaluation (and their process groups).
+    pub fn signal(&self, signal: i32) {
+        let mut pids = descendants(self.root);
+        if self.kill_root {
+            pids.push(self.root);
+        }
+        for pid in pids {
+            // SAFETY: kill/killpg have no memory-safety preconditions; a pid that is gone
+            // fails harmlessly.
+            unsafe {
+                libc::kill(pid, signal);
+                libc::killpg(pid, signal);
+            }
+        }
+    }
+
+    /// SIGKILL the evaluation's processes until none is left (children of killed processes are
+    /// re-parented within the tree when its root is a subreaper or PID 1; a few rounds catch
+    /// them). Returns how many were still alive at the end (0 normally).
+    pub fn kill(&self) -> usize {
+        if self.kill_root {
+            // What is left of the root's process group once the root itself has exited.
+            // SAFETY: killpg has no memory-safety preconditions.
+            unsafe { libc::killpg(self.root, libc::SIGKILL) };
+        }
+        for _ in 0..50 {
+            let left =
+                descendants(self.root).len() + usize::from(self.kill_root && alive(self.root));
+            if left == 0 {
+                return 0;
+            }
+            self.signal(libc::SIGKILL);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        descendants(self.root).len()
+    }
+}
+
+/// Whether `pid` exists and is not a zombie.
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| r.split_whitespace().next() != Some("Z"))
+        })
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::{Command, Stdio};
+
+    fn python(code: &str) -> std::process::Child {
+        Command::new("python3")
+            .args(["-c", code])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs")
+    }
+
+    fn wait_line(child: &mut std::process::Child) {
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn forks_sharing_pages_count_once() {
+        // 64 MB written, then 8 forks that only sleep: RSS would count ~9 x 64 MB, PSS ~64 MB.
+        let mut child = python(
+            "import os, time\n\
+             b = bytearray(64 * 2**20)\n\
+             for _ in range(8):\n\
+             \x20   if os.fork() == 0:\n\
+             \x20       time.sleep(30); os._exit(0)\n\
+             print('ok', flush=True); time.sleep(30)",
+        );
+        wait_line(&mut child);
+        let tree = Tree::whole(child.id() as i32);
+        let kids = descendants(tree.root).len();
+        let mb = tree.memory_mb();
+        tree.kill();
+        let _ = child.wait();
+        assert_eq!(kids, 8);
+        assert!((60..200).contains(&mb), "PSS of the tree {mb} MB");
+        assert!(descendants(tree.root).is_empty());
+    }
+
+    #[test]
+    fn a_kept_root_survives_and_its_descendants_do_not() {
+        let mut child = python(
+            "import os, time\n\
+             if os.fork() == 0:\n\
+             \x20   os.setsid()\n\
+             \x20   time.sleep(30); os._exit(0)\n\
+             print('ok', flush=True); time.sleep(30)",
+        );
+        wait_line(&mut child);
+        let tree = Tree::below(child.id() as i32);
+        assert_eq!(descendants(tree.root).len(), 1);
+        assert_eq!(tree.kill(), 0);
+        assert!(alive(tree.root));
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}

@@ -1,0 +1,303 @@
+//! The sandbox against hostile subject code, as an attacker and a clumsy user would try it:
+//! every probe runs the real binary on the `hostile` fixture and checks the outcome, a time
+//! bound, and that nothing survived or was written outside the scratch directory.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+/// A copy of the hostile fixture in `root/subject`, with `root/victim.txt` beside it.
+fn hostile_subject(root: &Path) -> PathBuf {
+    let dir = root.join("subject");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["reprolab.toml", "train.py", "config.json"] {
+        std::fs::copy(fixture("hostile").join(f), dir.join(f)).unwrap();
+    }
+    std::fs::write(root.join("victim.txt"), "keep me").unwrap();
+    dir
+}
+
+/// A tag no other test uses: processes carrying it in their command line are this test's.
+fn tag() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    1_000_000 + (nanos ^ std::process::id() as u64) % 1_000_000_000
+}
+
+/// Processes whose command line has `tag` as a whole argument.
+fn tagged(tag: u64) -> Vec<i32> {
+    let tag = tag.to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == tag.as_bytes()))
+        })
+        .collect()
+}
+
+fn wait_until(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + within;
+    while Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    cond()
+}
+
+fn sandbox_info(dir: &Path) -> Value {
+    json(&run(reprolab(dir).args(["env", "--json"])))
+}
+
+fn eval(root: &Path, subject: &Path, config: Value, runs: u32) -> (Option<i32>, Value) {
+    let cfg = config_file(root, "c.json", config);
+    let out = run(reprolab(root)
+        .args(["eval", "--json", "-j", "1", "--runs"])
+        .arg(runs.to_string())
+        .arg("--config")
+        .arg(&cfg)
+        .arg(subject));
+    (out.status.code(), json(&out))
+}
+
+fn start_spinning(root: &Path, subject: &Path, tag: u64, tmp: &Path) -> Child {
+    let cfg = config_file(root, "c.json", json!({"behavior": "spin", "tag": tag}));
+    reprolab(root)
+        .env("TMPDIR", tmp)
+        .args(["eval", "-j", "1", "--runs", "1", "--config"])
+        .arg(&cfg)
+        .arg(subject)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn an_evaluation_dies_with_reprolab_killed_or_terminated() {
+    let root = tempfile::tempdir().unwrap();
+    let subject = hostile_subject(root.path());
+    let tmp = root.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    for signal in [libc::SIGKILL, libc::SIGTERM] {
+        let t = tag();
+        let mut child = start_spinning(root.path(), &subject, t, &tmp);
+        assert!(
+            wait_until(Duration::from_secs(120), || !tagged(t).is_empty()),
+            "the spinning evaluation never started"
+        );
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = child.wait().unwrap();
+        // The subject's timeout is 8 s: gone well before it, not after.
+        assert!(
+            wait_until(Duration::from_secs(4), || tagged(t).is_empty()),
+            "signal {signal}: the evaluation outlived reprolab: {:?}",
+            tagged(t)
+        );
+        if signal == libc::SIGTERM {
+            assert_eq!(status.code(), Some(143));
+            let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().collect();
+            assert!(
+                left.is_empty(),
+                "SIGTERM left scratch directories: {left:?}"
+            );
+        }
+    }
+    // The SIGKILLed run could not clean up; the next one removed its scratch directory.
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+}
+
+#[test]
+fn a_daemon_does_not_outlive_its_evaluation() {
+    let root = tempfile::tempdir().unwrap();
+    let subject = hostile_subject(root.path());
+    for isolation in ["1", "0"] {
+        let t = tag();
+        let cfg = config_file(
+            root.path(),
+            "c.json",
+            json!({"behavior": "daemon", "tag": t}),
+        );
+        let out = run(reprolab(root.path())
+            .env(
+                "REPROLAB_NO_ISOLATION",
+                if isolation == "1" { "0" } else { "1" },
+            )
+            .args([
+                "eval",
+                "--json",
+                "-j",
+                "1",
+                "--runs",
+                "2",
+                "--no-cache",
+                "--config",
+            ])
+            .arg(&cfg)
+            .arg(&subject));
+        assert_eq!(out.status.code(), Some(0));
+        assert!(
+            wait_until(Duration::from_secs(2), || tagged(t).is_empty()),
+            "isolation {isolation}: a daemon survived: {:?}",
+            tagged(t)
+        );
+    }
+}
+
+#[test]
+fn user_code_cannot_rewrite_the_store_or_the_users_files() {
+    let root = tempfile::tempdir().unwrap();
+    if sandbox_info(root.path())["sandbox"]["landlock_abi"] == 0 {
+        eprintln!("no Landlock on this kernel: writes are not confined (reported by `env`)");
+        return;
+    }
+    let subject = hostile_subject(root.path());
+    // A subject that always raises, and tries to rewrite its results in the store.
+    for _ in 0..2 {
+        let (code, v) = eval(
+            root.path(),
+            &subject,
+            json!({"behavior": "store", "tag": 0}),
+            3,
+        );
+        assert_eq!(code, Some(1), "{v}");
+        for r in v["runs"].as_array().unwrap() {
+            assert_eq!(r["outcome"]["status"], "exception", "{r}");
+            assert!(
+                r["outcome"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("readonly database"),
+                "{r}"
+            );
+        }
+    }
+    let (code, v) = eval(
+        root.path(),
+        &subject,
+        json!({"behavior": "files", "tag": 0}),
+        1,
+    );
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(
+        v["runs"][0]["outcome"]["search"], 0.0,
+        "attacks that worked: {v}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("victim.txt")).unwrap(),
+        "keep me"
+    );
+    for planted in ["subject/planted.txt", "outside.txt", "planted_dir"] {
+        assert!(!root.path().join(planted).exists(), "{planted} was written");
+    }
+}
+
+#[test]
+fn unix_sockets_outside_the_scratch_directory_are_unreachable_or_reported() {
+    let root = tempfile::tempdir().unwrap();
+    let subject = hostile_subject(root.path());
+    let listener = std::os::unix::net::UnixListener::bind(root.path().join("host.sock")).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let info = sandbox_info(root.path());
+    let (code, v) = eval(
+        root.path(),
+        &subject,
+        json!({"behavior": "unix_socket", "tag": 0}),
+        1,
+    );
+    assert_eq!(code, Some(0), "{v}");
+    if info["sandbox"]["unix_sockets"] == true {
+        assert_eq!(
+            v["runs"][0]["outcome"]["search"], 0.0,
+            "the host socket was reached: {v}"
+        );
+    } else {
+        // This kernel cannot stop it: `env` must say so.
+        let gaps = info["sandbox_gaps"].to_string();
+        assert!(gaps.contains("Unix sockets"), "{info}");
+    }
+}
+
+#[test]
+fn shared_pages_after_fork_are_not_counted_as_oom() {
+    let root = tempfile::tempdir().unwrap();
+    let subject = hostile_subject(root.path());
+    // 20 sleeping forks under the default 4096 MB: RSS summed over the group was 6.5 GB.
+    let (code, v) = eval(
+        root.path(),
+        &subject,
+        json!({"behavior": "forks", "tag": 0}),
+        1,
+    );
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["runs"][0]["outcome"]["status"], "ok", "{v}");
+    // A DataLoader with 4 worker processes under 1200 MB (RSS summed said 1481 MB).
+    let manifest = subject.join("reprolab.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace("timeout_s = 8", "timeout_s = 60\nmemory_mb = 1200"),
+    )
+    .unwrap();
+    let (code, v) = eval(
+        root.path(),
+        &subject,
+        json!({"behavior": "dataloader", "tag": 0}),
+        1,
+    );
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["runs"][0]["outcome"]["status"], "ok", "{v}");
+}
+
+#[test]
+fn code_that_kills_its_worker_is_refused_or_counted_as_its_crash() {
+    let root = tempfile::tempdir().unwrap();
+    let subject = hostile_subject(root.path());
+    let config = json!({"behavior": "kill_parent", "tag": 0});
+    // Sandboxed: the signal cannot leave the evaluation.
+    let info = sandbox_info(root.path());
+    if info["sandbox"]["pid_namespace"] == true
+        || info["sandbox"]["landlock_abi"].as_u64().unwrap_or(0) >= 6
+    {
+        let (code, v) = eval(root.path(), &subject, config.clone(), 1);
+        assert_eq!(code, Some(1), "{v}");
+        assert_eq!(v["runs"][0]["outcome"]["status"], "exception", "{v}");
+    }
+    // Without isolation the worker dies, twice: a crash of this code, never `infra`.
+    let cfg = config_file(root.path(), "c.json", config);
+    let out = run(reprolab(root.path())
+        .env("REPROLAB_NO_ISOLATION", "1")
+        .args([
+            "eval",
+            "--json",
+            "-j",
+            "1",
+            "--runs",
+            "1",
+            "--no-cache",
+            "--config",
+        ])
+        .arg(&cfg)
+        .arg(&subject));
+    let v = json(&out);
+    assert_eq!(v["runs"][0]["outcome"]["status"], "crash", "{v}");
+    assert!(
+        v["runs"][0]["outcome"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("died during it"),
+        "{v}"
+    );
+}
