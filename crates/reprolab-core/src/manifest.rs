@@ -731,6 +731,11 @@ fn is_identifier(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// Bounds of `[limits]`: beyond them a value is a typo, and the kernel would refuse it
+/// (setrlimit overflows) only when every evaluation has already failed.
+const MAX_TIMEOUT_S: f64 = 7.0 * 24.0 * 3600.0;
+const MAX_LIMIT_MB: u64 = 16 * 1024 * 1024;
+
 /// Whether a relative path stays inside the directory it is relative to.
 fn is_inside(rel: &str) -> bool {
     let p = Path::new(rel);
@@ -1099,9 +1104,9 @@ impl Walker<'_> {
             "one of the keys of [limits]",
         );
         let mut ok = true;
-        let secs = "a positive number of seconds";
+        let secs = "a positive number of seconds, at most 604800 (a week)";
         if let Some(v) = self.get_f64(t, path, "timeout_s", false, secs) {
-            if v > 0.0 {
+            if v > 0.0 && v <= MAX_TIMEOUT_S {
                 limits.timeout_s = v;
             } else {
                 self.push(
@@ -1120,9 +1125,9 @@ impl Walker<'_> {
             ("memory_mb", &mut limits.memory_mb),
             ("output_mb", &mut limits.output_mb),
         ] {
-            let expected = "a positive integer number of MiB";
+            let expected = "a positive integer number of MiB, at most 16777216 (16 TiB)";
             match self.get_i64(t, path, key, false, expected) {
-                Some(v) if v > 0 => *slot = v as u64,
+                Some(v) if v > 0 && v as u64 <= MAX_LIMIT_MB => *slot = v as u64,
                 Some(_) => {
                     self.push(
                         join(path, key),
@@ -1529,6 +1534,16 @@ impl Walker<'_> {
                 IssueKind::InvalidValue,
                 Some(quote(rel)),
                 "a path to a JSON file, relative to the subject directory",
+                None,
+            );
+            return None;
+        }
+        if !is_inside(rel) {
+            self.push(
+                path,
+                IssueKind::InvalidValue,
+                Some(quote(rel)),
+                "a relative path inside the subject directory (no leading / and no ..)",
                 None,
             );
             return None;

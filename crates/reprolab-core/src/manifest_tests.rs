@@ -928,6 +928,13 @@ fn limits_must_be_positive() {
         ("timeout_s = 300", "timeout_s = inf", "limits.timeout_s"),
         ("memory_mb = 2048", "memory_mb = 0", "limits.memory_mb"),
         ("output_mb = 8", "output_mb = -8", "limits.output_mb"),
+        // Typos too large for the kernel are refused here, not by every evaluation.
+        (
+            "memory_mb = 2048",
+            "memory_mb = 99999999999999",
+            "limits.memory_mb",
+        ),
+        ("timeout_s = 300", "timeout_s = 1e12", "limits.timeout_s"),
     ] {
         let e = load_err(&edit(from, to), CONFIG);
         let i = single(&e);
@@ -940,6 +947,26 @@ fn limits_must_be_positive() {
     }
     let d = subject(&edit("timeout_s = 300", "timeout_s = 0.5"), CONFIG);
     assert_eq!(Subject::load(d.path()).unwrap().limits.timeout_s, 0.5);
+}
+
+#[test]
+fn the_config_must_be_inside_the_subject() {
+    for outside in ["/etc/passwd", "../config.json", "a/../../b.json"] {
+        let e = load_err(
+            &edit(
+                "config = \"config.json\"",
+                &format!("config = \"{outside}\""),
+            ),
+            CONFIG,
+        );
+        let i = single(&e);
+        assert_eq!(
+            (i.key.as_str(), i.kind),
+            ("config", IssueKind::InvalidValue),
+            "{e}"
+        );
+        assert!(i.expected.contains("inside the subject directory"), "{i}");
+    }
 }
 
 #[test]

@@ -119,7 +119,14 @@ impl Evaluator {
         for (i, &seed) in seeds.iter().enumerate() {
             let key = self.cache_key(&source_hash, config, seed, mode);
             if self.read_cache {
-                let hit = self.store.lock().unwrap().get_evaluation(&key)?;
+                let hit = match self.store.lock().unwrap().get_evaluation(&key) {
+                    // A damaged row is a cache miss: retrained, and replaced when stored.
+                    Err(e @ StoreError::BadRecord { .. }) => {
+                        tracing::warn!("{e}; evaluating again");
+                        None
+                    }
+                    other => other?,
+                };
                 if let Some(record) = hit.filter(|r| r.outcome.is_cacheable()) {
                     let e = Evaluation {
                         record,

@@ -257,6 +257,17 @@ impl Store {
     /// schema up to [`SCHEMA_VERSION`] and switches it to WAL mode.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         let path = path.to_path_buf();
+        // SQLite would open a device or a pipe and create `<path>-journal` beside it.
+        if let Ok(meta) = std::fs::metadata(&path)
+            && !meta.is_file()
+        {
+            return Err(StoreError::NotAStore {
+                path,
+                detail: "not a regular file; --store takes the path of a SQLite file, \
+                         created if missing"
+                    .into(),
+            });
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
                 path: path.clone(),
@@ -322,7 +333,16 @@ impl Store {
                 })
             })
             .optional()
-            .map_err(|e| self.err(what(), e))?;
+            .map_err(|e| match e {
+                rusqlite::Error::InvalidColumnType(..)
+                | rusqlite::Error::FromSqlConversionFailure(..)
+                | rusqlite::Error::IntegralValueOutOfRange(..) => StoreError::BadRecord {
+                    path: self.path.clone(),
+                    key: key.to_string(),
+                    detail: e.to_string(),
+                },
+                e => self.err(what(), e),
+            })?;
         let Some(raw) = raw else { return Ok(None) };
         let bad = |field: &str, e: serde_json::Error| StoreError::BadRecord {
             path: self.path.clone(),

@@ -668,3 +668,40 @@ fn version_1_store_migrates_keeping_its_data() {
         .unwrap();
     assert_eq!(store.llm_calls(5).unwrap().len(), 1);
 }
+
+#[test]
+fn a_device_or_directory_is_not_opened_as_a_store() {
+    for path in [Path::new("/dev/null"), Path::new("/tmp")] {
+        let e = Store::open(path).err().expect("refused");
+        assert!(matches!(e, StoreError::NotAStore { .. }), "{e}");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+    }
+    assert!(!Path::new("/dev/null-journal").exists());
+}
+
+#[test]
+fn malformed_rows_are_bad_records_not_sqlite_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&db(&dir)).unwrap();
+    store
+        .put_evaluation(&record("a", Outcome::Timeout { limit_s: 1.0 }))
+        .unwrap();
+    store
+        .put_evaluation(&record("b", Outcome::Timeout { limit_s: 1.0 }))
+        .unwrap();
+    store
+        .conn
+        .execute(
+            "UPDATE evaluations SET outcome = '{not json' WHERE key = 'a'",
+            [],
+        )
+        .unwrap();
+    store
+        .conn
+        .execute("UPDATE evaluations SET seed = 'x' WHERE key = 'b'", [])
+        .unwrap();
+    for key in ["a", "b"] {
+        let e = store.get_evaluation(key).err().expect("malformed");
+        assert!(matches!(e, StoreError::BadRecord { .. }), "{key}: {e}");
+    }
+}

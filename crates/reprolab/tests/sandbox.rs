@@ -5,7 +5,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -300,4 +300,67 @@ fn code_that_kills_its_worker_is_refused_or_counted_as_its_crash() {
             .contains("died during it"),
         "{v}"
     );
+}
+
+#[test]
+fn bad_input_is_refused_with_a_clear_error() {
+    let root = tempfile::tempdir().unwrap();
+    let subject = subject("cancer-binary");
+    let out = run(reprolab(root.path())
+        .args(["eval", "--runs", "10", "--seed", "18446744073709551610"])
+        .arg(&subject));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--seed 18446744073709551610"));
+    let out = run(Command::new(env!("CARGO_BIN_EXE_reprolab"))
+        .args(["--store", "/dev/null", "eval", "--runs", "1"])
+        .arg(&subject));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a regular file"));
+    assert!(!Path::new("/dev/null-journal").exists());
+}
+
+#[test]
+fn a_malformed_store_row_is_retrained_not_fatal() {
+    let root = tempfile::tempdir().unwrap();
+    let subject = hostile_subject(root.path());
+    let (code, _) = eval(
+        root.path(),
+        &subject,
+        json!({"behavior": "forks", "tag": 0}),
+        1,
+    );
+    assert_eq!(code, Some(0));
+    let db = rusqlite::Connection::open(root.path().join("store.db")).unwrap();
+    db.execute("UPDATE evaluations SET outcome = '{torn'", [])
+        .unwrap();
+    drop(db);
+    let (code, v) = eval(
+        root.path(),
+        &subject,
+        json!({"behavior": "forks", "tag": 0}),
+        1,
+    );
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["cached"], 0, "{v}");
+    assert_eq!(v["runs"][0]["outcome"]["status"], "ok", "{v}");
+}
+
+#[test]
+fn credentials_are_not_passed_even_when_asked_for() {
+    let root = tempfile::tempdir().unwrap();
+    let cfg = config_file(root.path(), "c.json", json!({ "behavior": "secrets" }));
+    let out = run(reprolab(root.path())
+        .env(
+            "REPROLAB_PASS_ENV",
+            "DATABASE_URL,GH_PAT,SERVICE_CREDS,MY_DB",
+        )
+        .env("DATABASE_URL", "postgres://u:p@h/db")
+        .env("GH_PAT", "ghp_x")
+        .env("SERVICE_CREDS", "x")
+        .env("MY_DB", "postgres://admin:hunter2@db/x")
+        .args(["eval", "--json", "--runs", "1", "-j", "1", "--config"])
+        .arg(&cfg)
+        .arg(fixture("outcomes")));
+    let v = json(&out);
+    assert_eq!(v["runs"][0]["outcome"]["search"], 0.0, "{v}");
 }

@@ -77,7 +77,7 @@ pub async fn run(g: &Global, args: &CompareArgs) -> Result<ExitCode> {
     let split = args.split.split();
     let ev = context::evaluator(g).await?;
     ev.warm_up().await;
-    let seeds: Vec<u64> = (args.seed..args.seed + args.runs as u64).collect();
+    let seeds = super::seed_range(args.seed, args.runs)?;
     let (ra, rb) = tokio::join!(
         run_seeds(&ev, &subject, &config_a, &seeds, Mode::Eval, "A", g.json),
         run_seeds(&ev, &subject, &config_b, &seeds, Mode::Eval, "B", g.json),

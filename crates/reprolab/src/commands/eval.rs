@@ -20,7 +20,7 @@ pub async fn run(g: &Global, a: &EvalArgs) -> Result<ExitCode> {
     let subject = context::load_subject(&a.subject)?;
     let (config, config_path) = context::load_config(&subject, a.config.as_deref())?;
     let ev = context::evaluator(g).await?;
-    let seeds: Vec<u64> = (a.seed..a.seed + a.runs as u64).collect();
+    let seeds = super::seed_range(a.seed, a.runs)?;
     let start = Instant::now();
     let evals = run_seeds(
         &ev,

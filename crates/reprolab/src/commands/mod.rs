@@ -107,3 +107,19 @@ pub fn read_jsonl<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Vec
         })
         .unwrap_or_default()
 }
+
+/// The seeds `first, first+1, …` of `runs` trainings; an error (not an empty list) when they
+/// would pass the largest seed.
+pub fn seed_range(first: u64, runs: usize) -> anyhow::Result<Vec<u64>> {
+    anyhow::ensure!(runs >= 1, "--runs must be at least 1");
+    let last = (runs as u64)
+        .checked_sub(1)
+        .and_then(|n| first.checked_add(n))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--seed {first} with --runs {runs}: seeds would pass {} (use a smaller --seed)",
+                u64::MAX
+            )
+        })?;
+    Ok((first..=last).collect())
+}
