@@ -672,7 +672,9 @@ fn version_1_store_migrates_keeping_its_data() {
 #[test]
 fn a_device_or_directory_is_not_opened_as_a_store() {
     for path in [Path::new("/dev/null"), Path::new("/tmp")] {
-        let e = Store::open(path).err().expect("refused");
+        let Err(e) = Store::open(path) else {
+            panic!("{} accepted", path.display())
+        };
         assert!(matches!(e, StoreError::NotAStore { .. }), "{e}");
         assert!(e.to_string().contains("not a regular file"), "{e}");
     }
@@ -701,7 +703,9 @@ fn malformed_rows_are_bad_records_not_sqlite_failures() {
         .execute("UPDATE evaluations SET seed = 'x' WHERE key = 'b'", [])
         .unwrap();
     for key in ["a", "b"] {
-        let e = store.get_evaluation(key).err().expect("malformed");
+        let Err(e) = store.get_evaluation(key) else {
+            panic!("{key} decoded")
+        };
         assert!(matches!(e, StoreError::BadRecord { .. }), "{key}: {e}");
     }
 }
