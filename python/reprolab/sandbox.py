@@ -112,7 +112,8 @@ def _supports_resolve_unix(abi):
 
 
 def restrict(writable, tcp=False):
-    """Enter a Landlock domain (see the module docs); returns what is enforced, for the record:
+    """Enter a Landlock domain (see the module docs; `tcp=True` leaves TCP to a network
+    namespace); returns what is enforced, for the record:
     {"landlock": ABI, "fs": bool, "tcp": bool, "signals": bool, "unix_sockets": bool}.
     Raises nothing: a kernel without Landlock gets an unrestricted process and says so."""
     abi = landlock_abi()
@@ -249,24 +250,44 @@ def kill_descendants(rounds=50):
 
 
 def main(argv):
-    """`python -m reprolab.sandbox [--write DIR]... -- PROGRAM ARGS...`: die with the parent,
-    enter the Landlock domain where only the DIRs are writable, then execute PROGRAM (a plain
-    script subject, a fresh pytest). Exit 2 on a malformed command line."""
-    if "--" not in argv:
+    """`python -m reprolab.sandbox [--write DIR]... -- PROGRAM ARGS...`: run PROGRAM (a plain
+    script subject, a fresh pytest) as a child of this process, which dies with its own parent
+    (reprolab), adopts and finally kills whatever PROGRAM leaves behind, and stands between
+    PROGRAM and reprolab (code that signals its parent reaches this process, not reprolab). With
+    `--write`, PROGRAM runs in the Landlock domain where only the DIRs are writable. Exits as
+    PROGRAM did (128 + N when it died of signal N); 2 on a malformed command line."""
+    import sys
+
+    if "--" not in argv or argv.index("--") == len(argv) - 1:
         print("usage: python -m reprolab.sandbox [--write DIR]... -- PROGRAM [ARGS...]",
-              file=__import__("sys").stderr)
+              file=sys.stderr)
         return 2
     split = argv.index("--")
     options, command = argv[:split], argv[split + 1:]
     writable = [options[i + 1] for i, a in enumerate(options[:-1]) if a == "--write"]
-    if not command:
-        return 2
     die_with_parent()
     if os.getpid() != 1:
         become_subreaper()
-    restrict(writable)
-    os.execvp(command[0], command)
-    return 127
+    pid = os.fork()
+    if pid == 0:
+        try:
+            die_with_parent()
+            if writable:
+                restrict(writable, tcp="--netns" in options)
+            os.execvp(command[0], command)
+        except OSError as e:
+            print(f"reprolab.sandbox: cannot run {command[0]}: {e}", file=sys.stderr)
+        os._exit(127)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    kill_descendants()
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.waitstatus_to_exitcode(status)
 
 
 if __name__ == "__main__":

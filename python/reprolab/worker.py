@@ -172,7 +172,7 @@ def _enter_child_sandbox(req, workdir):
     tempfile.tempdir = None
     if _SANDBOXED:
         extra = [p for p in req.get("writable") or [] if isinstance(p, str)]
-        sandbox.restrict([workdir] + extra)
+        sandbox.restrict([workdir] + extra, tcp=_NETNS)
 
 
 def _child_eval(req, workdir):
@@ -272,6 +272,8 @@ def _safe_str(e):
 
 # --- the sandbox of the worker itself ------------------------------------------------------
 _SANDBOXED = False
+# A network namespace cuts TCP off already (see enter_worker_sandbox).
+_NETNS = False
 
 
 def enter_worker_sandbox(argv):
@@ -279,7 +281,7 @@ def enter_worker_sandbox(argv):
     with reprolab, keep orphans of evaluations as our own children, and with `--write DIR`
     (repeatable) enter a Landlock domain where only DIR is writable. Returns what the `ready`
     event reports: {"host_pid", "pid_namespace", "sandbox": {...}}."""
-    global _SANDBOXED
+    global _SANDBOXED, _NETNS
     from reprolab import sandbox
 
     writable = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--write"]
@@ -290,7 +292,8 @@ def enter_worker_sandbox(argv):
     status = None
     if writable:
         os.environ["TMPDIR"] = writable[0]
-        status = sandbox.restrict(writable)
+        _NETNS = "--netns" in argv
+        status = sandbox.restrict(writable, tcp=_NETNS)
         _SANDBOXED = status["fs"]
     return {"host_pid": sandbox.host_pid(), "pid_namespace": in_pid_namespace,
             "sandbox": status}

@@ -29,6 +29,28 @@ pub struct RunInfo {
     pub finished_at: String,
     #[serde(default)]
     pub environment: String,
+    /// Samples the run set out to evaluate (known once the answers are loaded).
+    #[serde(default)]
+    pub expected_samples: Option<usize>,
+}
+
+impl RunInfo {
+    /// Why the run's numbers are not final (it was interrupted or killed before every sample
+    /// finished), or `None` when it finished. `results` is how many results are on disk.
+    pub fn incomplete(&self, results: usize) -> Option<String> {
+        let expected = self
+            .expected_samples
+            .map_or(String::new(), |n| format!(" of {n}"));
+        if self.finished_at.is_empty() || self.expected_samples.is_some_and(|n| results < n) {
+            Some(format!(
+                "INCOMPLETE RUN: {results}{expected} samples finished (the run was interrupted); \
+                 the numbers cover only those. Run the same `codegen run` with this --out to \
+                 finish it."
+            ))
+        } else {
+            None
+        }
+    }
 }
 
 fn pct(x: f64) -> String {
@@ -118,7 +140,8 @@ fn changes_table(c: &Classified) -> Table {
 }
 
 /// Build the report of a run.
-pub fn build(title: &str, info: &RunInfo, s: &Summary) -> Report {
+/// The report of a run; `incomplete` (see [`RunInfo::incomplete`]) heads it when set.
+pub fn build(title: &str, info: &RunInfo, s: &Summary, incomplete: Option<&str>) -> Report {
     let mut sections = Vec::new();
 
     // Overview
@@ -128,7 +151,8 @@ pub fn build(title: &str, info: &RunInfo, s: &Summary) -> Report {
     let mut row: Vec<Cell> = vec![s.tasks.to_string().into(), s.samples.to_string().into()];
     row.extend(s.pass_at.iter().map(|p| Cell::from(pct(p.value))));
     row.push(pct(s.partial).into());
-    let mut paragraphs = vec![format!(
+    let mut paragraphs: Vec<String> = incomplete.map(str::to_string).into_iter().collect();
+    paragraphs.push(format!(
         "Tasks: {}. Answers: {}. Samples per task: {}. Temperature: {}. Runner: {} ({} in parallel), \
          limits: {}, {} MiB of memory, {} MiB of output. Started {}{}.",
         info.tasks_file,
@@ -147,7 +171,7 @@ pub fn build(title: &str, info: &RunInfo, s: &Summary) -> Report {
         } else {
             format!(", finished {}", info.finished_at)
         },
-    )];
+    ));
     paragraphs.push(
         "pass@k is the unbiased estimator 1 − C(n−c, k)/C(n, k) averaged over tasks, reported for the k that \
          every task reaches (n ≥ k). The partial pass rate is the share of a task's tests a sample passes, \

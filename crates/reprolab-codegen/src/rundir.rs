@@ -98,9 +98,18 @@ impl Appender {
     }
 }
 
+/// What [`render`] made of a run directory.
+pub struct Rendered {
+    pub summary: Summary,
+    /// The HTML report.
+    pub html: PathBuf,
+    /// Why the numbers are not final (an interrupted run), if they are not.
+    pub incomplete: Option<String>,
+}
+
 /// Summarise the run in `dir` and write `summary.json`, `report.md`, `report.html` and the
-/// figures; returns the summary and the HTML report's path.
-pub fn render(dir: &Path, title: &str) -> Result<(Summary, PathBuf), String> {
+/// figures.
+pub fn render(dir: &Path, title: &str) -> Result<Rendered, String> {
     let info = read_run_info(dir)?;
     let results = read_results(&dir.join(RESULTS_FILE))?;
     let references = read_results(&dir.join(REFERENCES_FILE)).unwrap_or_default();
@@ -111,8 +120,13 @@ pub fn render(dir: &Path, title: &str) -> Result<(Summary, PathBuf), String> {
         serde_json::to_string_pretty(&summary).map_err(|e| io(&path, e))?,
     )
     .map_err(|e| io(&path, e))?;
-    let html = build(title, &info, &summary)
+    let incomplete = info.incomplete(results.len());
+    let html = build(title, &info, &summary, incomplete.as_deref())
         .write(dir)
         .map_err(|e| io(dir, e))?;
-    Ok((summary, html))
+    Ok(Rendered {
+        summary,
+        html,
+        incomplete,
+    })
 }

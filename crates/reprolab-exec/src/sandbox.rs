@@ -197,16 +197,33 @@ pub fn network_isolation() -> bool {
     isolation().network
 }
 
-/// Say once per process, on stderr, which protections this machine cannot give.
+/// Say once, on stderr, which protections this machine cannot give: the first time on a
+/// machine (a marker in the cache directory remembers it, per set of gaps), and at debug level
+/// afterwards. `reprolab env` always lists them.
 pub fn warn_gaps_once() {
     static WARNED: OnceLock<()> = OnceLock::new();
     WARNED.get_or_init(|| {
         let gaps = isolation().gaps();
-        if !gaps.is_empty() && !disabled() {
-            tracing::warn!(
-                "the sandbox cannot confine {} on this machine; see docs/execution.md (threat model)",
-                gaps.join("; ")
-            );
+        if gaps.is_empty() || disabled() {
+            return;
+        }
+        let text = gaps.join("; ");
+        let marker = crate::env::cache_dir().join(format!(
+            "sandbox-notice-{:016x}",
+            text.bytes()
+                .fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64)
+                    .wrapping_mul(0x100000001b3))
+        ));
+        let message = format!(
+            "the sandbox cannot confine {text} on this machine; see docs/execution.md \
+             (threat model); `reprolab env` shows what is confined"
+        );
+        if marker.exists() {
+            tracing::debug!("{message}");
+        } else {
+            tracing::warn!("{message}");
+            let _ = std::fs::create_dir_all(crate::env::cache_dir());
+            let _ = std::fs::write(&marker, &text);
         }
     });
 }
@@ -231,31 +248,33 @@ pub fn wrap(argv: &[OsString]) -> (OsString, Vec<OsString>) {
 }
 
 /// `argv` for a program that is not a reprolab worker (a script subject, a fresh pytest): run
-/// through `python -m reprolab.sandbox`, which enters the Landlock domain where only `writable`
-/// can be written and then executes it.
+/// under `python -m reprolab.sandbox`, a parent that dies with reprolab, kills what the program
+/// leaves behind and stands between it and reprolab, and that runs it in the Landlock domain
+/// where only `writable` can be written (where the kernel has Landlock).
 pub fn confine(python: &Path, writable: &[&Path], argv: &[OsString]) -> Vec<OsString> {
-    if !isolation().confines_writes() {
-        return argv.to_vec();
-    }
     let mut out: Vec<OsString> = vec![python.into(), "-m".into(), "reprolab.sandbox".into()];
-    for w in writable {
-        out.push("--write".into());
-        out.push(w.into());
-    }
+    out.extend(worker_args(writable));
     out.push("--".into());
     out.extend(argv.iter().cloned());
     out
 }
 
-/// Arguments that make a reprolab worker module confine itself to `writable`.
+/// Arguments that make a reprolab worker module confine itself to `writable`. With a network
+/// namespace, TCP is left to it (its "Network is unreachable" says what happened, where
+/// Landlock's refusal would be a bare "Permission denied"); without one Landlock refuses TCP.
 pub fn worker_args(writable: &[&Path]) -> Vec<OsString> {
-    if !isolation().confines_writes() {
+    let iso = isolation();
+    if !iso.confines_writes() {
         return Vec::new();
     }
-    writable
+    let mut args: Vec<OsString> = writable
         .iter()
         .flat_map(|w| [OsString::from("--write"), w.into()])
-        .collect()
+        .collect();
+    if iso.network {
+        args.push("--netns".into());
+    }
+    args
 }
 
 /// Settings every process reprolab starts for user code gets: its own process group, killed

@@ -1,5 +1,7 @@
-//! Progress on stderr: hidden when stderr is not a terminal or when printing JSON.
+//! Progress on stderr: bars on a terminal; without one (CI, nohup, a log file) a plain line
+//! every few seconds; nothing when printing JSON.
 
+use std::io::IsTerminal as _;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -22,7 +24,44 @@ pub fn bar(len: u64, what: &str, json: bool) -> ProgressBar {
     );
     pb.set_prefix(what.to_string());
     pb.enable_steady_tick(Duration::from_millis(120));
+    if !json && !std::io::stderr().is_terminal() {
+        log_lines(&pb, what.to_string());
+    }
     pb
+}
+
+/// How often a job without a terminal says how far it is.
+const LOG_EVERY: Duration = Duration::from_secs(5);
+
+/// Print `what pos/len (elapsed)` to stderr every [`LOG_EVERY`] while `pb` lives and moves on
+/// (a line only when something changed, so an idle wait does not flood a log).
+fn log_lines(pb: &ProgressBar, what: String) {
+    let weak = pb.downgrade();
+    std::thread::spawn(move || {
+        let mut last = None;
+        loop {
+            std::thread::sleep(LOG_EVERY);
+            let Some(pb) = weak.upgrade() else { return };
+            if pb.is_finished() {
+                return;
+            }
+            let now = (pb.position(), pb.message());
+            if last.as_ref() != Some(&now) {
+                let len = pb.length().map_or(String::new(), |l| format!("/{l}"));
+                let msg = if now.1.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", now.1)
+                };
+                eprintln!(
+                    "{what}: {}{len}{msg} ({:.0} s)",
+                    now.0,
+                    pb.elapsed().as_secs_f64()
+                );
+                last = Some(now);
+            }
+        }
+    });
 }
 
 /// A spinner with a changing message (e.g. provisioning steps).

@@ -32,20 +32,37 @@ fn isolation_available() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// Whether a process is still running (zombies count as gone).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, r)| r.trim_start().starts_with('Z'))
+/// Run the fixture, watching for the forker's children (tagged `sleep` processes): returns the
+/// output and the most of them seen at once during the run.
+fn run_fixture(dir: &Path, out: &Path) -> (std::process::Output, usize) {
+    let tag = format!("600.{}{}", std::process::id(), dir.to_string_lossy().len());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (stop, tag) = (stop.clone(), tag.clone());
+        std::thread::spawn(move || {
+            let mut most = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                most = most.max(tagged(&tag).len());
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            most
         })
-        .is_some_and(|zombie| !zombie)
+    };
+    let output = run_fixture_tagged(dir, out, &tag);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let most = watcher.join().unwrap();
+    assert!(
+        tagged(&tag).is_empty(),
+        "the forker's children outlived the run"
+    );
+    (output, most)
 }
 
-fn run_fixture(dir: &Path, out: &Path) -> std::process::Output {
+fn run_fixture_tagged(dir: &Path, out: &Path, tag: &str) -> std::process::Output {
     run(reprolab(dir)
         .env("TMPDIR", dir)
+        .env("REPROLAB_PASS_ENV", "REPROLAB_TEST_TAG")
+        .env("REPROLAB_TEST_TAG", tag)
         // A minimum limit of 8 s (the fixture's own bound for fn/scale) keeps verdicts stable on
         // a loaded machine; loops and forks still end at the limit.
         .args([
@@ -72,7 +89,7 @@ fn run_fixture(dir: &Path, out: &Path) -> std::process::Output {
 fn run_judges_every_kind_of_answer_and_resumes_from_the_store() {
     let tmp = tempfile::tempdir().unwrap();
     let out_dir = tmp.path().join("out");
-    let out = run_fixture(tmp.path(), &out_dir);
+    let (out, forked) = run_fixture(tmp.path(), &out_dir);
     assert_eq!(out.status.code(), Some(0), "no infrastructure error");
 
     let results = read_jsonl(&out_dir.join("results.jsonl"));
@@ -159,11 +176,8 @@ fn run_judges_every_kind_of_answer_and_resumes_from_the_store() {
     // 200 forked children: whatever the verdict, none may outlive the sample.
     let forker = status("fn/forker", 0);
     assert!(forker == "pass" || forker == "timeout", "forker: {forker}");
-    let pids = std::fs::read_to_string(tmp.path().join("reprolab-forked-pids.txt")).unwrap();
-    let pids: Vec<i32> = pids.lines().filter_map(|l| l.trim().parse().ok()).collect();
-    assert!(!pids.is_empty(), "the forker forked");
-    let survivors: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
-    assert!(survivors.is_empty(), "children left running: {survivors:?}");
+    // run_fixture checked that none survived; here that there were some.
+    assert!(forked > 0, "the forker forked");
 
     // Repository tasks: the definition is replaced in a copy, never in the fixture.
     expect("repo/clip", 0, "pass");
@@ -237,7 +251,7 @@ fn run_judges_every_kind_of_answer_and_resumes_from_the_store() {
     assert!(html.contains("<svg") && !html.contains("<script"));
 
     // Second run: everything that ran comes from the store, with the same verdicts.
-    let again = run_fixture(tmp.path(), &out_dir);
+    let (again, _) = run_fixture(tmp.path(), &out_dir);
     assert_eq!(again.status.code(), Some(0));
     let v = json(&again);
     let ran = results.iter().filter(|r| r["status"] != "no_code").count() as u64;
@@ -552,4 +566,118 @@ fn classify_llm_refines_failure_labels_and_keeps_the_rules_label() {
     assert_eq!(server.requests().len(), 4);
     let results = read_jsonl(&out.join("results.jsonl"));
     assert_eq!(verdicts(&results), ["labelled", "labelled", "unparsed"]);
+}
+
+/// Answers for fn/scale: sample 0 kills the process that runs it (its parent), sample 1 is right.
+fn parent_killing_generations(dir: &Path) -> std::path::PathBuf {
+    let kill = "```python\nimport os, signal\n\n\ndef scale(x, factor):\n    os.kill(os.getppid(), signal.SIGKILL)\n    return x * factor\n```\n";
+    let good = "```python\ndef scale(x, factor):\n    return x * factor\n```\n";
+    let path = dir.join("gens.jsonl");
+    let lines: Vec<String> = [kill, good]
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            serde_json::json!({"task_id": "fn/scale", "sample": i, "completion": c}).to_string()
+        })
+        .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+#[test]
+fn a_sample_that_kills_its_runner_is_a_counted_failure_and_reprolab_survives() {
+    for (fresh, isolation) in [(false, "0"), (false, "1"), (true, "0"), (true, "1")] {
+        let tmp = tempfile::tempdir().unwrap();
+        let gens = parent_killing_generations(tmp.path());
+        let out_dir = tmp.path().join("out");
+        let mut cmd = reprolab(tmp.path());
+        cmd.env("TMPDIR", tmp.path())
+            .env(
+                "REPROLAB_NO_ISOLATION",
+                if isolation == "1" { "0" } else { "1" },
+            )
+            // A fresh pytest imports torch per sample: seconds on a loaded machine.
+            .args(["codegen", "run", "--json", "-j", "1", "--timeout-min", "60"]);
+        if fresh {
+            cmd.arg("--fresh");
+        }
+        let out = run(cmd
+            .arg(codegen_fixture("tasks.jsonl"))
+            .arg("--generations")
+            .arg(&gens)
+            .arg("--out")
+            .arg(&out_dir));
+        let what = format!("fresh {fresh}, isolation {isolation}");
+        assert_eq!(out.status.code(), Some(0), "{what}: reprolab finished");
+        let results = read_jsonl(&out_dir.join("results.jsonl"));
+        assert_eq!(results.len(), 2, "{what}");
+        let sample = |i: u64| {
+            results
+                .iter()
+                .find(|r| r["sample"] == i)
+                .unwrap_or_else(|| panic!("{what}: no sample {i}"))
+        };
+        // A fresh pytest imports torch per sample and the task's own bound caps the time limit:
+        // on a loaded machine the good sample may time out. Either way it is counted.
+        let good = sample(1)["status"].as_str().unwrap();
+        assert!(
+            good == "pass" || (fresh && good == "timeout"),
+            "{what}: {good}"
+        );
+        let killer = sample(0)["status"].as_str().unwrap();
+        assert!(
+            ["error", "fail"].contains(&killer) || (fresh && killer == "timeout"),
+            "{what}: the killing sample is a failure of its code, counted: {:#}",
+            sample(0)
+        );
+        if !fresh {
+            let summary = json(&out);
+            assert_eq!(
+                summary["summary"]["pass_at"][0]["value"], 0.5,
+                "{what}: {summary}"
+            );
+        }
+    }
+}
+
+#[test]
+fn report_says_when_a_run_is_incomplete() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gens = parent_killing_generations(tmp.path());
+    let out_dir = tmp.path().join("out");
+    let out = run(reprolab(tmp.path())
+        .env("TMPDIR", tmp.path())
+        .args(["codegen", "run", "--json", "-j", "1"])
+        .arg(codegen_fixture("tasks.jsonl"))
+        .arg("--generations")
+        .arg(&gens)
+        .arg("--out")
+        .arg(&out_dir));
+    assert_eq!(out.status.code(), Some(0));
+    let report = |dir: &Path| {
+        json(&run(reprolab(tmp.path())
+            .args(["codegen", "report", "--json"])
+            .arg(dir)))
+    };
+    assert_eq!(report(&out_dir)["complete"], true);
+    // What a killed run leaves: run.json not finished, one of two results.
+    let run_file = out_dir.join("run.json");
+    let mut info: Value =
+        serde_json::from_str(&std::fs::read_to_string(&run_file).unwrap()).unwrap();
+    info["finished_at"] = "".into();
+    std::fs::write(&run_file, info.to_string()).unwrap();
+    let results = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    std::fs::write(
+        out_dir.join("results.jsonl"),
+        results.lines().nth(1).unwrap(),
+    )
+    .unwrap();
+    let v = report(&out_dir);
+    assert_eq!(v["complete"], false, "{v}");
+    assert!(
+        v["incomplete"].as_str().unwrap().contains("1 of 2 samples"),
+        "{v}"
+    );
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(md.contains("INCOMPLETE RUN"), "{md}");
 }

@@ -31,20 +31,6 @@ fn tag() -> u64 {
     1_000_000 + (nanos ^ std::process::id() as u64) % 1_000_000_000
 }
 
-/// Processes whose command line has `tag` as a whole argument.
-fn tagged(tag: u64) -> Vec<i32> {
-    let tag = tag.to_string();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == tag.as_bytes()))
-        })
-        .collect()
-}
-
 fn wait_until(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + within;
     while Instant::now() < end {
@@ -60,10 +46,29 @@ fn sandbox_info(dir: &Path) -> Value {
     json(&run(reprolab(dir).args(["env", "--json"])))
 }
 
-fn eval(root: &Path, subject: &Path, config: Value, runs: u32) -> (Option<i32>, Value) {
+/// `eval --json` of the hostile subject doing `behavior`.
+fn eval(root: &Path, subject: &Path, behavior: &str, runs: u32) -> (Option<i32>, Value) {
+    eval_config(
+        root,
+        subject,
+        json!({"behavior": behavior, "tag": 0}),
+        runs,
+        true,
+    )
+}
+
+/// `eval --json --no-cache` with any config, with or without the sandbox's isolation.
+fn eval_config(
+    root: &Path,
+    subject: &Path,
+    config: Value,
+    runs: u32,
+    isolated: bool,
+) -> (Option<i32>, Value) {
     let cfg = config_file(root, "c.json", config);
     let out = run(reprolab(root)
-        .args(["eval", "--json", "-j", "1", "--runs"])
+        .env("REPROLAB_NO_ISOLATION", if isolated { "0" } else { "1" })
+        .args(["eval", "--json", "--no-cache", "-j", "1", "--runs"])
         .arg(runs.to_string())
         .arg("--config")
         .arg(&cfg)
@@ -94,7 +99,8 @@ fn an_evaluation_dies_with_reprolab_killed_or_terminated() {
         let t = tag();
         let mut child = start_spinning(root.path(), &subject, t, &tmp);
         assert!(
-            wait_until(Duration::from_secs(120), || !tagged(t).is_empty()),
+            wait_until(Duration::from_secs(120), || !tagged(&t.to_string())
+                .is_empty()),
             "the spinning evaluation never started"
         );
         // SAFETY: kill has no memory-safety preconditions.
@@ -102,9 +108,9 @@ fn an_evaluation_dies_with_reprolab_killed_or_terminated() {
         let status = child.wait().unwrap();
         // The subject's timeout is 8 s: gone well before it, not after.
         assert!(
-            wait_until(Duration::from_secs(4), || tagged(t).is_empty()),
+            wait_until(Duration::from_secs(4), || tagged(&t.to_string()).is_empty()),
             "signal {signal}: the evaluation outlived reprolab: {:?}",
-            tagged(t)
+            tagged(&t.to_string())
         );
         if signal == libc::SIGTERM {
             assert_eq!(status.code(), Some(143));
@@ -123,35 +129,20 @@ fn an_evaluation_dies_with_reprolab_killed_or_terminated() {
 fn a_daemon_does_not_outlive_its_evaluation() {
     let root = tempfile::tempdir().unwrap();
     let subject = hostile_subject(root.path());
-    for isolation in ["1", "0"] {
+    for isolated in [true, false] {
         let t = tag();
-        let cfg = config_file(
+        let (code, _) = eval_config(
             root.path(),
-            "c.json",
+            &subject,
             json!({"behavior": "daemon", "tag": t}),
+            2,
+            isolated,
         );
-        let out = run(reprolab(root.path())
-            .env(
-                "REPROLAB_NO_ISOLATION",
-                if isolation == "1" { "0" } else { "1" },
-            )
-            .args([
-                "eval",
-                "--json",
-                "-j",
-                "1",
-                "--runs",
-                "2",
-                "--no-cache",
-                "--config",
-            ])
-            .arg(&cfg)
-            .arg(&subject));
-        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(code, Some(0));
         assert!(
-            wait_until(Duration::from_secs(2), || tagged(t).is_empty()),
-            "isolation {isolation}: a daemon survived: {:?}",
-            tagged(t)
+            wait_until(Duration::from_secs(2), || tagged(&t.to_string()).is_empty()),
+            "isolated {isolated}: a daemon survived: {:?}",
+            tagged(&t.to_string())
         );
     }
 }
@@ -166,12 +157,7 @@ fn user_code_cannot_rewrite_the_store_or_the_users_files() {
     let subject = hostile_subject(root.path());
     // A subject that always raises, and tries to rewrite its results in the store.
     for _ in 0..2 {
-        let (code, v) = eval(
-            root.path(),
-            &subject,
-            json!({"behavior": "store", "tag": 0}),
-            3,
-        );
+        let (code, v) = eval(root.path(), &subject, "store", 3);
         assert_eq!(code, Some(1), "{v}");
         for r in v["runs"].as_array().unwrap() {
             assert_eq!(r["outcome"]["status"], "exception", "{r}");
@@ -184,12 +170,7 @@ fn user_code_cannot_rewrite_the_store_or_the_users_files() {
             );
         }
     }
-    let (code, v) = eval(
-        root.path(),
-        &subject,
-        json!({"behavior": "files", "tag": 0}),
-        1,
-    );
+    let (code, v) = eval(root.path(), &subject, "files", 1);
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(
         v["runs"][0]["outcome"]["search"], 0.0,
@@ -211,12 +192,7 @@ fn unix_sockets_outside_the_scratch_directory_are_unreachable_or_reported() {
     let listener = std::os::unix::net::UnixListener::bind(root.path().join("host.sock")).unwrap();
     listener.set_nonblocking(true).unwrap();
     let info = sandbox_info(root.path());
-    let (code, v) = eval(
-        root.path(),
-        &subject,
-        json!({"behavior": "unix_socket", "tag": 0}),
-        1,
-    );
+    let (code, v) = eval(root.path(), &subject, "unix_socket", 1);
     assert_eq!(code, Some(0), "{v}");
     if info["sandbox"]["unix_sockets"] == true {
         assert_eq!(
@@ -235,12 +211,7 @@ fn shared_pages_after_fork_are_not_counted_as_oom() {
     let root = tempfile::tempdir().unwrap();
     let subject = hostile_subject(root.path());
     // 20 sleeping forks under the default 4096 MB: RSS summed over the group was 6.5 GB.
-    let (code, v) = eval(
-        root.path(),
-        &subject,
-        json!({"behavior": "forks", "tag": 0}),
-        1,
-    );
+    let (code, v) = eval(root.path(), &subject, "forks", 1);
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["runs"][0]["outcome"]["status"], "ok", "{v}");
     // A DataLoader with 4 worker processes under 1200 MB (RSS summed said 1481 MB).
@@ -251,12 +222,7 @@ fn shared_pages_after_fork_are_not_counted_as_oom() {
         text.replace("timeout_s = 8", "timeout_s = 60\nmemory_mb = 1200"),
     )
     .unwrap();
-    let (code, v) = eval(
-        root.path(),
-        &subject,
-        json!({"behavior": "dataloader", "tag": 0}),
-        1,
-    );
+    let (code, v) = eval(root.path(), &subject, "dataloader", 1);
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["runs"][0]["outcome"]["status"], "ok", "{v}");
 }
@@ -271,27 +237,12 @@ fn code_that_kills_its_worker_is_refused_or_counted_as_its_crash() {
     if info["sandbox"]["pid_namespace"] == true
         || info["sandbox"]["landlock_abi"].as_u64().unwrap_or(0) >= 6
     {
-        let (code, v) = eval(root.path(), &subject, config.clone(), 1);
+        let (code, v) = eval(root.path(), &subject, "kill_parent", 1);
         assert_eq!(code, Some(1), "{v}");
         assert_eq!(v["runs"][0]["outcome"]["status"], "exception", "{v}");
     }
     // Without isolation the worker dies, twice: a crash of this code, never `infra`.
-    let cfg = config_file(root.path(), "c.json", config);
-    let out = run(reprolab(root.path())
-        .env("REPROLAB_NO_ISOLATION", "1")
-        .args([
-            "eval",
-            "--json",
-            "-j",
-            "1",
-            "--runs",
-            "1",
-            "--no-cache",
-            "--config",
-        ])
-        .arg(&cfg)
-        .arg(&subject));
-    let v = json(&out);
+    let (_, v) = eval_config(root.path(), &subject, config, 1, false);
     assert_eq!(v["runs"][0]["outcome"]["status"], "crash", "{v}");
     assert!(
         v["runs"][0]["outcome"]["detail"]
@@ -323,23 +274,13 @@ fn bad_input_is_refused_with_a_clear_error() {
 fn a_malformed_store_row_is_retrained_not_fatal() {
     let root = tempfile::tempdir().unwrap();
     let subject = hostile_subject(root.path());
-    let (code, _) = eval(
-        root.path(),
-        &subject,
-        json!({"behavior": "forks", "tag": 0}),
-        1,
-    );
+    let (code, _) = eval(root.path(), &subject, "forks", 1);
     assert_eq!(code, Some(0));
     let db = rusqlite::Connection::open(root.path().join("store.db")).unwrap();
     db.execute("UPDATE evaluations SET outcome = '{torn'", [])
         .unwrap();
     drop(db);
-    let (code, v) = eval(
-        root.path(),
-        &subject,
-        json!({"behavior": "forks", "tag": 0}),
-        1,
-    );
+    let (code, v) = eval(root.path(), &subject, "forks", 1);
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["cached"], 0, "{v}");
     assert_eq!(v["runs"][0]["outcome"]["status"], "ok", "{v}");

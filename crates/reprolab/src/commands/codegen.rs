@@ -371,6 +371,7 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
         started_at: reprolab_store::now_rfc3339(),
         finished_at: String::new(),
         environment: env.id.clone(),
+        expected_samples: None,
     };
     rundir::write_run_info(&a.out, &info).map_err(anyhow::Error::msg)?;
 
@@ -414,6 +415,8 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
     if let Some(n) = a.samples {
         warn_missing_samples(&tasks, &gens, n);
     }
+    info.expected_samples = Some(gens.len());
+    rundir::write_run_info(&a.out, &info).map_err(anyhow::Error::msg)?;
     let with_answers: HashSet<&str> = gens.iter().map(|x| x.task_id.as_str()).collect();
     let tasks: Vec<Arc<Task>> = tasks
         .into_iter()
@@ -465,7 +468,7 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
     rundir::write_jsonl(&results_path, &results).map_err(anyhow::Error::msg)?;
     info.finished_at = reprolab_store::now_rfc3339();
     rundir::write_run_info(&a.out, &info).map_err(anyhow::Error::msg)?;
-    let (summary, html) =
+    let rundir::Rendered { summary, html, .. } =
         rundir::render(&a.out, "Code generation benchmark").map_err(anyhow::Error::msg)?;
     let cached = results.iter().filter(|r| r.cached).count();
     if g.json {
@@ -574,14 +577,22 @@ fn print_summary(s: &Summary) {
 // ------------------------------------------------------------------------------- report
 
 fn report(g: &Global, a: &CodegenReportArgs) -> Result<ExitCode> {
-    let (summary, html) =
-        rundir::render(&a.dir, "Code generation benchmark").map_err(anyhow::Error::msg)?;
+    let rundir::Rendered {
+        summary,
+        html,
+        incomplete,
+    } = rundir::render(&a.dir, "Code generation benchmark").map_err(anyhow::Error::msg)?;
     if g.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&json!({"summary": summary, "report": html}))?
+            serde_json::to_string_pretty(
+                &json!({"summary": summary, "report": html, "complete": incomplete.is_none(), "incomplete": incomplete})
+            )?
         );
     } else {
+        if let Some(why) = &incomplete {
+            println!("{why}\n");
+        }
         print_summary(&summary);
         println!("\nreport: {}", html.display());
     }

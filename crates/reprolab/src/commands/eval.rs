@@ -48,6 +48,7 @@ pub async fn run(g: &Global, a: &EvalArgs) -> Result<ExitCode> {
             "config_path": config_path, "config": config, "runs": runs_json(&evals),
             "summary": {"search": search, "holdout": holdout},
             "failed": failed, "cached": cached, "wall_s": wall, "workers": workers,
+            "sandbox": reprolab_exec::sandbox::isolation(),
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
