@@ -9,6 +9,7 @@ pub mod result;
 pub mod sandbox;
 pub mod script;
 pub mod supervise;
+pub mod trainer;
 pub mod worker;
 
 pub use env::{EnvOptions, PythonEnv};
