@@ -18,8 +18,10 @@
 //! * [`taxonomy`] – failure categories and the rules that assign them;
 //! * [`refine`] – an LLM classifier's second opinion on those labels, stored for reruns;
 //! * [`metrics`] – pass@k, partial pass rate, grouped tables, taxonomy distribution;
+//! * [`checks`] – task validity (reference, wrong solutions) and warm-vs-fresh runner times;
 //! * [`report`], [`rundir`] – the run directory and its report.
 
+pub mod checks;
 pub mod extract;
 pub mod generate;
 pub mod generations;

@@ -12,6 +12,7 @@ pub mod sandbox;
 pub mod scratch;
 pub mod script;
 pub mod supervise;
+pub mod trainer;
 pub mod worker;
 
 pub use env::{EnvOptions, PythonEnv};

@@ -17,6 +17,7 @@
 //! * [`bootstrap`] – deterministic percentile bootstrap.
 //! * [`glm`] – DeepCrime's GLM/Wald test.
 //! * [`mod@verdict`] – the study's Better / Worse / Equivalent rule.
+//! * [`mod@compare`] – B against A: the tests, effect sizes and verdict together.
 //! * [`passk`] – the unbiased pass@k estimator of code-generation benchmarks.
 //!
 //! Reference values in the unit tests were computed once with SciPy 1.17 and
@@ -25,6 +26,7 @@
 //! All functions assume finite inputs (no NaN); callers drop failed runs first.
 
 pub mod bootstrap;
+pub mod compare;
 pub mod describe;
 mod dist;
 pub mod effect;
@@ -39,6 +41,7 @@ pub mod wilcoxon;
 use serde::Serialize;
 
 pub use bootstrap::{SplitMix64, bootstrap_ci};
+pub use compare::{Comparison, compare};
 pub use describe::{Summary, mean, median, std_dev, summarize, variance};
 pub use effect::{a12, cohens_d};
 pub use glm::glm_test;

@@ -9,6 +9,7 @@ use reprolab_exec::{EnvOptions, Evaluator, PythonEnv};
 use reprolab_store::Store;
 
 use crate::cli::Global;
+use crate::error::Infrastructure;
 use crate::progress;
 
 pub fn env_options(g: &Global) -> EnvOptions {
@@ -29,7 +30,8 @@ pub async fn python_env(g: &Global) -> Result<PythonEnv> {
         sp.finish_and_clear();
         result
     })
-    .await?
+    .await
+    .context(Infrastructure("preparing the Python environment"))?
     .context("preparing the Python environment")
 }
 
@@ -47,7 +49,8 @@ pub async fn evaluator(g: &Global) -> Result<Evaluator> {
     let env = python_env(g).await?;
     let store = open_store(g)?;
     let workers = g.workers.unwrap_or_else(reprolab_exec::default_workers);
-    Evaluator::new(env, store, workers, !g.no_cache).context("creating a scratch directory")
+    Evaluator::new(env, store, workers, !g.no_cache)
+        .context(Infrastructure("creating a scratch directory"))
 }
 
 pub fn load_subject(path: &Path) -> Result<Subject> {

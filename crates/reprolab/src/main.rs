@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod context;
+mod error;
 mod llm;
 mod llm_local;
 mod progress;
@@ -22,7 +23,16 @@ fn main() -> ExitCode {
         // SAFETY: no other thread exists yet.
         unsafe { std::env::set_var("CANDLE_NUM_THREADS", "1") };
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version print and exit 0; usage errors exit 2, as JSON with --json.
+        Err(e) if e.use_stderr() && std::env::args_os().any(|a| a == "--json") => {
+            let message = e.render().to_string();
+            let message = message.trim_end().trim_start_matches("error: ");
+            return error::report(error::Kind::Usage, message, true);
+        }
+        Err(e) => e.exit(),
+    };
     init_tracing(cli.global.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -30,8 +40,8 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(2);
+            let message = format!("cannot start the async runtime: {e}");
+            return error::report(error::Kind::Infrastructure, &message, cli.global.json);
         }
     };
     let result = runtime.block_on(async {
@@ -59,10 +69,7 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(2)
-        }
+        Err(e) => error::report(error::classify(&e), &format!("{e:#}"), cli.global.json),
     }
 }
 

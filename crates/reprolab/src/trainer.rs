@@ -1,55 +1,35 @@
 //! The strategies' view of training: `reprolab_faults::Trainer` and `reprolab_repair::Objective`
-//! over the real evaluator (warm pool, cache), counting what was trained and what was cached.
+//! over [`reprolab_exec::trainer::SubjectTrainer`] (warm pool, cache, counts), with a progress
+//! bar. Only these trait impls live here: reprolab-exec may not depend on the strategy crates
+//! that define the traits, nor they on it, and Rust's orphan rule keeps an impl of a foreign
+//! trait for a foreign type out of any third crate but the binary's newtype.
 
-use std::cell::Cell;
+use std::ops::Deref;
 
 use indicatif::ProgressBar;
 use reprolab_core::Split;
 use reprolab_core::manifest::{Config, Subject};
-use reprolab_exec::{Evaluation, Evaluator, Mode};
+use reprolab_exec::Evaluator;
+use reprolab_exec::trainer::{Progress, SubjectTrainer};
 
-pub struct EvalTrainer<'a> {
-    pub ev: &'a Evaluator,
-    pub subject: &'a Subject,
-    pub trained: Cell<usize>,
-    pub cached: Cell<usize>,
-    pub progress: ProgressBar,
-}
+pub struct EvalTrainer<'a>(SubjectTrainer<'a>);
 
 impl<'a> EvalTrainer<'a> {
     pub fn new(ev: &'a Evaluator, subject: &'a Subject, progress: ProgressBar) -> Self {
-        EvalTrainer {
-            ev,
-            subject,
-            trained: Cell::new(0),
-            cached: Cell::new(0),
-            progress,
-        }
+        EvalTrainer(
+            SubjectTrainer::new(ev, subject).on_progress(move |p| match p {
+                Progress::Queued(n) => progress.inc_length(n),
+                Progress::Done => progress.inc(1),
+            }),
+        )
     }
 }
 
-impl EvalTrainer<'_> {
-    /// Evaluate with counting and progress.
-    async fn run(
-        &self,
-        config: &Config,
-        seeds: &[u64],
-        mode: Mode,
-    ) -> Result<Vec<Evaluation>, String> {
-        let mut on_done = |e: &Evaluation| {
-            let counter = if e.cached {
-                &self.cached
-            } else {
-                &self.trained
-            };
-            counter.set(counter.get() + 1);
-            self.progress.inc(1);
-        };
-        self.progress.inc_length(seeds.len() as u64);
-        self.ev
-            .run(self.subject, config, seeds, mode, &mut on_done)
-            .await
-            .map_err(|e| e.to_string())
+impl<'a> Deref for EvalTrainer<'a> {
+    type Target = SubjectTrainer<'a>;
+
+    fn deref(&self) -> &SubjectTrainer<'a> {
+        &self.0
     }
 }
 
@@ -60,11 +40,10 @@ impl reprolab_faults::Trainer for EvalTrainer<'_> {
         seeds: &[u64],
         split: Split,
     ) -> Result<Vec<Option<f64>>, String> {
-        let evals = self.run(config, seeds, Mode::Eval).await?;
-        Ok(evals
-            .iter()
-            .map(|e| e.record.outcome.metric(split))
-            .collect())
+        self.0
+            .metrics(config, seeds, split)
+            .await
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -76,24 +55,22 @@ impl reprolab_repair::Objective for EvalTrainer<'_> {
         split: Split,
         epochs: Option<u64>,
     ) -> Result<Vec<(Option<f64>, f64)>, String> {
-        let mut config = config.clone();
-        if let Some(e) = epochs {
-            // Fidelity: the same config trained for fewer epochs (a distinct cache entry).
-            config.insert("epochs", serde_json::json!(e));
-        }
-        let evals = self.run(&config, seeds, Mode::Eval).await?;
-        Ok(evals
-            .iter()
-            .map(|e| (e.record.outcome.metric(split), e.record.duration_s))
-            .collect())
+        self.0
+            .timed_metrics(config, seeds, split, epochs)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     async fn trace(&self, config: &Config, seed: u64) -> Result<reprolab_repair::Trace, String> {
-        let evals = self.run(config, &[seed], Mode::Trace).await?;
-        let record = &evals[0].record;
+        let record = self
+            .0
+            .trace(config, seed)
+            .await
+            .map_err(|e| e.to_string())?
+            .record;
         Ok(reprolab_repair::Trace {
-            epochs: record.epochs.clone(),
             finished: record.outcome.is_ok(),
+            epochs: record.epochs,
         })
     }
 }

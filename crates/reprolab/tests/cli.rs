@@ -249,6 +249,62 @@ fn usage_errors_exit_2_and_help_teaches() {
 }
 
 #[test]
+fn errors_exit_2_on_bad_input_and_print_json_with_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kind_and_message = |out: &std::process::Output| {
+        assert_eq!(out.status.code(), Some(2));
+        let v = json(out);
+        let obj = v["error"].as_object().expect("an error object");
+        assert_eq!(obj.len(), 2, "{v}");
+        (
+            obj["kind"].as_str().unwrap().to_string(),
+            obj["message"].as_str().unwrap().to_string(),
+        )
+    };
+    // A subject that does not exist: input.
+    let out = run(reprolab(tmp.path())
+        .args(["--json", "eval"])
+        .arg(tmp.path().join("missing")));
+    let (kind, message) = kind_and_message(&out);
+    assert_eq!(kind, "input");
+    assert!(message.contains("missing"), "{message}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("error: "));
+    // A flag out of range, and a missing argument: usage.
+    let out = run(reprolab(tmp.path())
+        .args(["compare", "--json", "--runs", "1", "--b", "b.json"])
+        .arg(subject("digits-mlp")));
+    let (kind, message) = kind_and_message(&out);
+    assert_eq!(
+        (kind.as_str(), message.as_str()),
+        ("usage", "--runs must be at least 2 to compare")
+    );
+    let out = run(reprolab(tmp.path()).args(["eval", "--json"]));
+    let (kind, message) = kind_and_message(&out);
+    assert_eq!(kind, "usage");
+    assert!(message.contains("SUBJECT"), "{message}");
+    // Without --json the error goes to stderr only.
+    let out = run(reprolab(tmp.path())
+        .arg("eval")
+        .arg(tmp.path().join("missing")));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn the_top_level_help_documents_the_exit_codes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(reprolab(tmp.path()).arg("--help"));
+    assert!(out.status.success());
+    // Wrapped to the terminal's width: compare words.
+    let help = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(help.contains("2 usage or input error"), "{help}");
+    assert!(help.contains("3 infrastructure"), "{help}");
+}
+
+#[test]
 fn every_bundled_subject_trains() {
     let tmp = tempfile::tempdir().unwrap();
     for name in [

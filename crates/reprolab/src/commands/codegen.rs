@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use reprolab_codegen::checks::{self, SampleTimes, failure_text};
 use reprolab_codegen::generations::{Generation, load_generations, select_generations};
 use reprolab_codegen::harness::OnDone;
 use reprolab_codegen::metrics::Summary;
@@ -187,17 +188,6 @@ fn bar_callback(pb: &indicatif::ProgressBar) -> impl Fn(&SampleResult) + Send + 
     }
 }
 
-fn failure_text(r: &SampleResult) -> String {
-    match &r.failure {
-        Some(f) => {
-            let first = f.message.lines().next().unwrap_or("");
-            let short: String = first.chars().take(100).collect();
-            format!("{}: {short}", f.kind)
-        }
-        None => String::new(),
-    }
-}
-
 // ------------------------------------------------------------------------------- validate
 
 async fn validate(g: &Global, a: &CodegenValidateArgs) -> Result<ExitCode> {
@@ -252,43 +242,12 @@ async fn validate(g: &Global, a: &CodegenValidateArgs) -> Result<ExitCode> {
     let mut invalid = 0;
     for t in &tasks {
         let r = &by_task[&t.id];
-        let mut problems: Vec<String> = Vec::new();
-        if r.status != Status::Pass {
-            problems.push(format!(
-                "reference {}: {}",
-                r.status.name(),
-                failure_text(r)
-            ));
-        }
-        if !t.is_repository() && r.status == Status::Pass && r.total < 3 {
-            problems.push(format!(
-                "the test has {} test(s), expected at least 3",
-                r.total
-            ));
-        }
         let w = wrongs.get(&t.id).cloned().unwrap_or_default();
-        let mut wrong_text = String::from("-");
-        if a.wrong && !w.is_empty() {
-            let caught = w
-                .iter()
-                .filter(|x| x.status != Status::Pass && x.status != Status::Infra)
-                .count();
-            wrong_text = format!("{caught}/{} caught", w.len());
-            for x in &w {
-                match x.status {
-                    Status::Pass => problems.push(format!(
-                        "wrong[{}] passes every test: the tests are weak",
-                        x.sample
-                    )),
-                    Status::Infra => problems.push(format!(
-                        "wrong[{}] could not be run: {}",
-                        x.sample,
-                        failure_text(x)
-                    )),
-                    _ => {}
-                }
-            }
-        }
+        let checked = checks::validity(t, r, a.wrong.then_some(w.as_slice()));
+        let problems = checked.problems;
+        let wrong_text = checked
+            .wrong_caught
+            .map_or("-".into(), |(caught, n)| format!("{caught}/{n} caught"));
         if !problems.is_empty() {
             invalid += 1;
         }
@@ -699,27 +658,13 @@ async fn bench(g: &Global, a: &CodegenBenchArgs) -> Result<ExitCode> {
 
     let n = gens.len();
     let per_min = |wall: f64| n as f64 * 60.0 / wall;
-    let stats = |m: &Measured| {
-        let run: Vec<&SampleResult> = m
-            .results
-            .iter()
-            .filter(|r| r.wall_s > 0.0 && r.status != Status::Infra)
-            .collect();
-        let k = run.len().max(1) as f64;
-        let wall = run.iter().map(|r| r.wall_s).sum::<f64>() / k;
-        let tests = run.iter().map(|r| r.tests_s).sum::<f64>() / k;
-        (wall, tests, wall - tests)
-    };
-    let (ww, wt, wo) = stats(&warm);
-    let (fw, ft, fo) = stats(&fresh);
-    let status_of = |m: &Measured| {
-        m.results
-            .iter()
-            .map(|r| ((r.task_id.clone(), r.sample), r.status))
-            .collect::<HashMap<_, _>>()
-    };
-    let (ws, fs) = (status_of(&warm), status_of(&fresh));
-    let disagree = ws.iter().filter(|(k, s)| fs.get(*k) != Some(*s)).count();
+    let (w, f) = (
+        SampleTimes::of(&warm.results),
+        SampleTimes::of(&fresh.results),
+    );
+    let (ww, wt, wo) = (w.wall_s, w.tests_s, w.overhead_s);
+    let (fw, ft, fo) = (f.wall_s, f.tests_s, f.overhead_s);
+    let disagree = checks::status_disagreements(&warm.results, &fresh.results);
     let (wtp, ftp) = (per_min(warm.wall_s), per_min(fresh.wall_s));
     let import_mean = if warm.import_s.is_empty() {
         0.0

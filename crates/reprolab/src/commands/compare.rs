@@ -19,14 +19,8 @@ use crate::table::{num, render};
 #[derive(Debug, Serialize)]
 pub struct Comparison {
     pub split: Split,
-    pub pairs: usize,
-    pub wilcoxon: Option<stats::TestResult>,
-    pub mann_whitney: Option<stats::TestResult>,
-    /// Cohen's d of B relative to A (positive: B higher).
-    pub cohens_d: f64,
-    /// A12 of B over A: probability that a run of B scores higher than a run of A.
-    pub a12: f64,
-    pub verdict: Verdict,
+    #[serde(flatten)]
+    pub stats: stats::Comparison,
 }
 
 /// Compare on the runs that finished on both sides, paired by seed.
@@ -41,29 +35,14 @@ pub fn compare(a: &[Evaluation], b: &[Evaluation], split: Split, goal: Goal) -> 
             xb.push(vb);
         }
     }
-    let all_a = super::metrics(a, split);
-    let all_b = super::metrics(b, split);
-    let diffs = stats::rounded_differences(&xb, &xa);
-    let wilcoxon = stats::wilcoxon_signed_rank(&diffs, &vec![0.0; diffs.len()]);
-    let d = stats::cohens_d(&all_b, &all_a);
-    // All paired differences zero: nothing distinguishes the two.
-    let p = wilcoxon.as_ref().map_or(1.0, |t| t.p_value);
     let goal = match goal {
         Goal::Max => stats::Goal::Max,
         Goal::Min => stats::Goal::Min,
     };
+    let (all_a, all_b) = (super::metrics(a, split), super::metrics(b, split));
     Comparison {
         split,
-        pairs: xa.len(),
-        mann_whitney: stats::mann_whitney_u(&all_b, &all_a),
-        a12: stats::a12(&all_b, &all_a),
-        cohens_d: d,
-        verdict: if xa.len() < 2 {
-            Verdict::Equivalent
-        } else {
-            stats::verdict(p, d, goal)
-        },
-        wilcoxon,
+        stats: stats::compare(&xa, &xb, &all_a, &all_b, goal),
     }
 }
 
@@ -85,6 +64,7 @@ pub async fn run(g: &Global, args: &CompareArgs) -> Result<ExitCode> {
     let (ra, rb) = (ra?, rb?);
     ev.shutdown().await;
     let cmp = compare(&ra, &rb, split, subject.metric.goal);
+    let st = &cmp.stats;
     let failed = ra
         .iter()
         .chain(&rb)
@@ -155,20 +135,20 @@ pub async fn run(g: &Global, args: &CompareArgs) -> Result<ExitCode> {
         };
         println!(
             "\nWilcoxon signed-rank p = {} over {} pairs\nMann-Whitney U p = {}\nCohen's d (B vs A) = {:.3}\nA12 (B over A) = {:.3}",
-            p(&cmp.wilcoxon),
-            cmp.pairs,
-            p(&cmp.mann_whitney),
-            cmp.cohens_d,
-            cmp.a12
+            p(&st.wilcoxon),
+            st.pairs,
+            p(&st.mann_whitney),
+            st.cohens_d,
+            st.a12
         );
-        let says = match cmp.verdict {
+        let says = match st.verdict {
             Verdict::Better => "B is significantly BETTER than A (p < 0.05, |d| >= 0.5)",
             Verdict::Worse => "B is significantly WORSE than A (p < 0.05, |d| >= 0.5)",
             Verdict::Equivalent => "no significant difference (needs p < 0.05 and |d| >= 0.5)",
         };
         println!("\nverdict: {says}");
     }
-    Ok(if matches!(cmp.verdict, Verdict::Better) {
+    Ok(if matches!(st.verdict, Verdict::Better) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -87,26 +87,7 @@ pub fn ci(s: &Summary) -> String {
     format!("[{:.4}, {:.4}]", s.ci95.0, s.ci95.1)
 }
 
-/// The name serde gives a value (`bohb`, `static`, `mutation`): enums are written in reports and
-/// result files by that name.
-pub fn serde_name<T: Serialize>(value: T) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default()
-}
-
-/// The rows of a JSON-lines results file (none when it does not exist yet). A torn last line
-/// (the command was killed mid-write) is dropped, so that row is simply computed again.
-pub fn read_jsonl<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Vec<T> {
-    std::fs::read_to_string(path)
-        .map(|t| {
-            t.lines()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
+pub use reprolab_bench::serde_name;
 
 /// The seeds `first, first+1, …` of `runs` trainings; an error (not an empty list) when they
 /// would pass the largest seed.

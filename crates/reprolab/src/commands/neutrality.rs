@@ -11,7 +11,6 @@ use reprolab_core::manifest::Subject;
 use reprolab_repair::neutrality::{
     self, Alternatives, NeutralityResult, NeutralitySettings, NeutralityStop, Table4, dot,
 };
-use reprolab_report::tree::{TreeNode, radial_tree};
 use serde::Serialize;
 
 use crate::cli::{Global, NeutralityArgs};
@@ -215,40 +214,12 @@ fn write_graph(
     let texts = [
         serde_json::to_string_pretty(&json)? + "\n",
         dot::to_dot(result, &title),
-        graph_svg(result, &title),
+        reprolab_bench::neutrality::graph_svg(result, &title),
     ];
     for (p, t) in paths.iter().zip(texts) {
         std::fs::write(p, t).with_context(|| format!("writing {}", p.display()))?;
     }
     Ok(paths)
-}
-
-/// The graph as a radial tree, coloured like the study's Figure 1.
-pub fn graph_svg(result: &NeutralityResult, title: &str) -> String {
-    let ids: Vec<usize> = result
-        .nodes
-        .iter()
-        .filter(|n| n.in_graph())
-        .map(|n| n.id)
-        .collect();
-    let index = |id: usize| ids.iter().position(|x| *x == id);
-    let nodes: Vec<TreeNode> = ids
-        .iter()
-        .map(|&id| {
-            let n = &result.nodes[id];
-            TreeNode {
-                parent: n.parent.and_then(index),
-                fill: dot::colour(n.class()).to_string(),
-                title: dot::describe(n),
-                bold: n.enqueued,
-            }
-        })
-        .collect();
-    let legend: Vec<(String, String)> = dot::legend()
-        .into_iter()
-        .map(|(c, t)| (c.to_string(), t.to_string()))
-        .collect();
-    radial_tree(title, &nodes, &legend)
 }
 
 fn stop_text(s: &Summary) -> String {

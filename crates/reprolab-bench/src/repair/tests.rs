@@ -1,0 +1,174 @@
+use super::*;
+
+fn row(fault: &str, engine: &str, budget: &str, repeat: usize) -> Row {
+    Row {
+        fault: fault.into(),
+        engine: engine.into(),
+        budget: budget.into(),
+        repeat,
+        goal: Goal::Max,
+        faulty_mean: 0.5,
+        patched_mean: 0.5,
+        patched_std: 0.0,
+        gt_mean: Some(0.9),
+        significant: false,
+        ir: Some(0.0),
+        complexity: 0.0,
+        changed: 0,
+        gt_changed: 1,
+        aj: Some(0.0),
+        trials: 10,
+        spent_s: 1.0,
+        min_changed: None,
+        min_ir: None,
+        min_significant: None,
+        patch_types: Some(Vec::new()),
+        aj_after: None,
+    }
+}
+
+/// A significant patch of `changed` hyperparameters reaching `mean`.
+fn patched(mut r: Row, mean: f64, ir: f64, changed: usize) -> Row {
+    r.patched_mean = mean;
+    r.ir = Some(ir);
+    r.significant = true;
+    r.changed = changed;
+    r.complexity = changed as f64 / 10.0;
+    r.aj = Some(1.0);
+    r
+}
+
+fn rows() -> Vec<Row> {
+    vec![
+        patched(row("a", "random", "10x", 0), 0.9, 1.0, 4),
+        row("a", "random", "10x", 1),
+        patched(row("a", "bohb", "10x", 0), 0.8, 0.75, 2),
+        patched(row("a", "bohb", "10x", 1), 0.7, 0.5, 2),
+        row("b", "random", "10x", 0),
+        row("b", "random", "10x", 1),
+        row("b", "bohb", "10x", 0),
+        patched(row("b", "bohb", "10x", 1), 0.7, 0.5, 1),
+    ]
+}
+
+#[test]
+fn cells_have_one_key_and_rows_know_theirs() {
+    let r = row("a", "bohb", "10x", 2);
+    assert_eq!(r.cell().key(), "a|bohb|10x|2");
+    assert!(done(&rows()).contains("b|bohb|10x|1"));
+}
+
+#[test]
+fn the_summary_aggregates_per_engine_and_budget_in_order_of_appearance() {
+    let s = summary_rows(&rows(), false);
+    assert_eq!(s[0].len(), 10);
+    assert_eq!(s[0][4], "median IR");
+    assert_eq!(s[1][..4], ["random", "10x", "4", "1/4"]);
+    // IRs 1, 0, 0, 0: median 0; changed over the significant patch only.
+    assert_eq!(s[1][4..], ["0.00", "4.00", "1.00", "0.40", "0.25", "-"]);
+    assert_eq!(s[2][..4], ["bohb", "10x", "4", "3/4"]);
+    // IRs 0.75, 0.5, 0, 0.5: median 0.5; mean changed (2 + 2 + 1) / 3.
+    assert_eq!(s[2][4..], ["0.50", "1.67", "1.00", "0.17", "0.75", "-"]);
+    let with_after = summary_rows(&rows(), true);
+    assert_eq!(with_after[0][9], "mean AJ after");
+    assert_eq!(with_after[1][9], "-");
+}
+
+#[test]
+fn table9_gives_mean_and_sigma_bold_when_most_repeats_are_significant() {
+    let t = table9(&rows());
+    assert_eq!(
+        t.headers,
+        ["fault", "faulty", "ground truth", "random 10x", "bohb 10x"]
+    );
+    let a = &t.rows[0];
+    assert_eq!(a[0].text, "a");
+    assert_eq!((a[1].text.as_str(), a[2].text.as_str()), ("0.500", "0.900"));
+    // One of two repeats significant: not bold; two of two: bold.
+    assert_eq!(a[3].text, "0.700 ± 0.283");
+    assert!(!a[3].mark);
+    assert_eq!(a[4].text, "0.750 ± 0.071");
+    assert!(a[4].mark);
+    assert!(!t.rows[1][4].mark);
+}
+
+#[test]
+fn targets_compare_medians_and_minimised_sizes() {
+    let mut rs = rows();
+    assert!(targets(&rs).is_empty());
+    for r in rs.iter_mut().filter(|r| r.engine == "random") {
+        r.budget = "20x".into();
+    }
+    rs[2].min_changed = Some(1);
+    rs[2].gt_changed = 2;
+    let t = targets(&rs);
+    assert_eq!(
+        t[0],
+        "Median IR: bohb at 10x = 0.50, random at 20x = 0.00 (target: bohb at 10x >= random at 20x: met)."
+    );
+    assert_eq!(
+        t[1],
+        "Minimised patches change 1.00 hyperparameters on average against 2.00 in the ground truth (0.50x; target <= 2x)."
+    );
+}
+
+#[test]
+fn rows_sort_by_the_order_asked_for() {
+    let setup = Setup {
+        benchmark: "b".into(),
+        engines: vec!["bohb".into(), "random".into()],
+        budgets: vec!["20x".into(), "10x".into()],
+        repeats: 2,
+        runs: 10,
+    };
+    let mut rs = vec![
+        row("b", "random", "10x", 0),
+        row("a", "random", "20x", 1),
+        row("a", "bohb", "10x", 0),
+        row("a", "random", "20x", 0),
+    ];
+    sort_rows(&mut rs, &setup);
+    let keys: Vec<String> = rs.iter().map(|r| r.cell().key()).collect();
+    assert_eq!(
+        keys,
+        [
+            "a|random|20x|0",
+            "a|random|20x|1",
+            "a|bohb|10x|0",
+            "b|random|10x|0"
+        ]
+    );
+}
+
+#[test]
+fn aj_after_scores_against_the_best_variant() {
+    use reprolab_core::FaultType;
+    let mut r = row("a", "bohb", "10x", 0);
+    r.aj = Some(0.0);
+    r.patch_types = Some(vec![FaultType::HLR]);
+    let gt: BTreeSet<FaultType> = [FaultType::OCH].into();
+    let mut variants: Variants = BTreeMap::new();
+    variants.insert("a".into(), (gt.clone(), Vec::new()));
+    // No alternatives: the row's own AJ.
+    assert_eq!(aj_after(&r, &variants), Some(0.0));
+    let alt: Vec<FaultLabel> = vec!["HLR".parse().unwrap()];
+    variants.insert("a".into(), (gt, vec![alt]));
+    assert_eq!(aj_after(&r, &variants), Some(1.0));
+    // A fault the variants do not know, or a row without patch types.
+    r.fault = "z".into();
+    assert_eq!(aj_after(&r, &variants), None);
+    let results = finish(
+        vec![r, row("a", "bohb", "10x", 0)],
+        &variants,
+        &Setup {
+            benchmark: "b".into(),
+            engines: vec!["bohb".into()],
+            budgets: vec!["10x".into()],
+            repeats: 1,
+            runs: 2,
+        },
+    );
+    assert_eq!(results.rows.len(), 1);
+    assert_eq!(results.with_alternatives, 1);
+    assert_eq!(results.rows[0].aj_after, Some(0.0));
+}

@@ -1,0 +1,112 @@
+//! The measured reports in docs/results are rebuilt from their `results.jsonl` and the bundled
+//! benchmark, byte for byte: the tables keep their formats.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use reprolab_bench::{localize, read_jsonl, repair};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn committed(dir: &str) -> String {
+    std::fs::read_to_string(repo().join("docs/results").join(dir).join("report.md")).unwrap()
+}
+
+/// The bundled faults whose subject names are in `names`.
+fn fault_dirs(names: &BTreeSet<String>) -> Vec<PathBuf> {
+    reprolab_faults::read_benchmark(&repo().join("benchmarks/faults"))
+        .unwrap()
+        .into_iter()
+        .map(|(d, _)| d)
+        .filter(|d| {
+            let s = reprolab_core::manifest::Subject::load(d).unwrap();
+            names.contains(&s.name)
+        })
+        .collect()
+}
+
+fn strings(s: &[&str]) -> Vec<String> {
+    s.iter().map(|x| x.to_string()).collect()
+}
+
+/// `with_alternatives`: whether the report was written after the neutrality analysis wrote
+/// the faults' `alternatives.json` (the earlier reports score without them).
+fn rebuilt_repair(dir: &str, setup: repair::Setup, with_alternatives: bool) -> String {
+    let rows: Vec<repair::Row> =
+        read_jsonl(&repo().join("docs/results").join(dir).join("results.jsonl"));
+    let names: BTreeSet<String> = rows.iter().map(|r| r.fault.clone()).collect();
+    let mut variants = repair::read_variants(&fault_dirs(&names)).unwrap();
+    assert_eq!(variants.len(), names.len());
+    if !with_alternatives {
+        variants.values_mut().for_each(|(_, alts)| alts.clear());
+    }
+    let results = repair::finish(rows, &variants, &setup);
+    repair::build_report(&results, &setup).to_markdown()
+}
+
+#[test]
+fn bench_repair_report_is_rebuilt() {
+    let setup = repair::Setup {
+        benchmark: "/work/main/benchmarks/faults".into(),
+        engines: strings(&["random", "tpe", "bohb", "rules", "guided"]),
+        budgets: strings(&["10x", "20x"]),
+        repeats: 2,
+        runs: 10,
+    };
+    assert_eq!(
+        rebuilt_repair("bench-repair", setup, false),
+        committed("bench-repair")
+    );
+}
+
+#[test]
+fn bench_minimize_report_is_rebuilt() {
+    let setup = repair::Setup {
+        benchmark: "/work/main/benchmarks/faults".into(),
+        engines: strings(&["random"]),
+        budgets: strings(&["20x"]),
+        repeats: 1,
+        runs: 10,
+    };
+    // Written before Figure 3's axis was limited (and its caption said so).
+    let rebuilt = rebuilt_repair("bench-minimize", setup, false).replace(
+        " (axis limited to [-1, 1.5]; values beyond are counted as off-scale)",
+        "",
+    );
+    assert_eq!(rebuilt, committed("bench-minimize"));
+}
+
+#[test]
+fn bench_repair_bohb_report_is_rebuilt_with_aj_after() {
+    let setup = repair::Setup {
+        benchmark: "benchmarks/faults".into(),
+        engines: strings(&["random", "bohb"]),
+        budgets: strings(&["10x", "20x"]),
+        repeats: 3,
+        runs: 10,
+    };
+    assert_eq!(
+        rebuilt_repair("bench-repair-bohb", setup, true),
+        committed("bench-repair-bohb")
+    );
+}
+
+#[test]
+fn bench_localize_report_is_rebuilt_with_before_and_after() {
+    let rows: Vec<localize::Row> =
+        read_jsonl(&repo().join("docs/results/bench-localize/results.jsonl"));
+    let names: BTreeSet<String> = rows.iter().map(|r| r.fault.clone()).collect();
+    let variants = localize::read_variants(&fault_dirs(&names)).unwrap();
+    let results = localize::finish(rows, &variants);
+    let setup = localize::Setup {
+        benchmark: "benchmarks/faults".into(),
+        engines: strings(&["static", "dynamic", "all"]),
+        repeats: 3,
+    };
+    assert_eq!(
+        localize::build_report(&results, &setup).to_markdown(),
+        committed("bench-localize")
+    );
+}

@@ -1,0 +1,83 @@
+//! Comparing candidate B against baseline A over repeated trainings: Wilcoxon signed-rank on
+//! the runs paired by seed, Mann–Whitney U, Cohen's d and A12 over all finished runs, and the
+//! study's verdict.
+
+use serde::Serialize;
+
+use crate::{Goal, TestResult, Verdict};
+
+/// The statistics of B against A.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// Seeds on which both finished.
+    pub pairs: usize,
+    pub wilcoxon: Option<TestResult>,
+    pub mann_whitney: Option<TestResult>,
+    /// Cohen's d of B relative to A (positive: B higher).
+    pub cohens_d: f64,
+    /// A12 of B over A: probability that a run of B scores higher than a run of A.
+    pub a12: f64,
+    pub verdict: Verdict,
+}
+
+/// Compares B with A: `paired_a[i]` and `paired_b[i]` are the metrics of the same seed (runs
+/// that finished on both sides); `all_a` and `all_b` every finished run of each. Fewer than two
+/// pairs, or all paired differences zero, are equivalent.
+pub fn compare(
+    paired_a: &[f64],
+    paired_b: &[f64],
+    all_a: &[f64],
+    all_b: &[f64],
+    goal: Goal,
+) -> Comparison {
+    let diffs = crate::rounded_differences(paired_b, paired_a);
+    let wilcoxon = crate::wilcoxon_signed_rank(&diffs, &vec![0.0; diffs.len()]);
+    let d = crate::cohens_d(all_b, all_a);
+    // All paired differences zero: nothing distinguishes the two.
+    let p = wilcoxon.as_ref().map_or(1.0, |t| t.p_value);
+    Comparison {
+        pairs: paired_a.len(),
+        mann_whitney: crate::mann_whitney_u(all_b, all_a),
+        a12: crate::a12(all_b, all_a),
+        cohens_d: d,
+        verdict: if paired_a.len() < 2 {
+            Verdict::Equivalent
+        } else {
+            crate::verdict(p, d, goal)
+        },
+        wilcoxon,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clearly_higher_b_is_better_for_max_and_worse_for_min() {
+        let a = [0.50, 0.52, 0.49, 0.51, 0.50, 0.53, 0.48, 0.50];
+        let b = [0.90, 0.91, 0.89, 0.92, 0.90, 0.93, 0.88, 0.91];
+        let c = compare(&a, &b, &a, &b, Goal::Max);
+        assert_eq!((c.pairs, c.verdict), (8, Verdict::Better));
+        assert!(c.wilcoxon.unwrap().p_value < 0.05);
+        assert!(c.cohens_d > 0.5);
+        assert_eq!(c.a12, 1.0);
+        assert_eq!(compare(&a, &b, &a, &b, Goal::Min).verdict, Verdict::Worse);
+    }
+
+    #[test]
+    fn identical_or_too_few_pairs_are_equivalent() {
+        let a = [0.5, 0.6, 0.7];
+        let c = compare(&a, &a, &a, &a, Goal::Max);
+        assert!(c.wilcoxon.is_none());
+        assert_eq!(c.verdict, Verdict::Equivalent);
+        let c = compare(
+            &[0.1],
+            &[0.9],
+            &[0.1, 0.1, 0.2],
+            &[0.9, 0.9, 0.8],
+            Goal::Max,
+        );
+        assert_eq!((c.pairs, c.verdict), (1, Verdict::Equivalent));
+    }
+}

@@ -1,0 +1,197 @@
+//! How a failed command ends: its exit code and the kind of its error, classified from the
+//! error's chain (the crates' typed errors, or an [`Infrastructure`] marker a command attaches
+//! as context), and the error printed for people or, with `--json`, as a JSON object on stdout.
+//!
+//! Exit codes: 0 ok; 1 a negative verdict or a failed user program (returned by the commands,
+//! never an error); 2 a usage or input error; 3 infrastructure (the Python environment, the
+//! store, the network or an LLM server).
+
+use std::fmt;
+
+use reprolab_core::ManifestError;
+use reprolab_exec::EvalError;
+use reprolab_exec::env::EnvError;
+use reprolab_llm::LlmError;
+use reprolab_store::StoreError;
+use serde::Serialize;
+
+/// What went wrong, as far as whoever runs the command is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Flags or arguments: fix the command line.
+    Usage,
+    /// A file given (subject, manifest, config, tasks, recording) is missing or wrong.
+    Input,
+    /// The machinery: Python environment, store, workers, network, LLM server.
+    Infrastructure,
+}
+
+impl Kind {
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Kind::Usage | Kind::Input => 2,
+            Kind::Infrastructure => 3,
+        }
+    }
+}
+
+/// Context that marks an error as infrastructure: `.context(Infrastructure("creating a scratch
+/// directory"))` reads as the plain message.
+#[derive(Debug)]
+pub struct Infrastructure(pub &'static str);
+
+impl fmt::Display for Infrastructure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+fn llm_kind(e: &LlmError) -> Kind {
+    match e {
+        // The request or the credentials are wrong: the user's to fix.
+        LlmError::Http { status, .. } if (400..500).contains(status) && *status != 408 => {
+            Kind::Input
+        }
+        LlmError::Http { .. }
+        | LlmError::Timeout { .. }
+        | LlmError::Connect { .. }
+        | LlmError::Transport { .. }
+        | LlmError::RateLimited { .. }
+        | LlmError::BadResponse(_) => Kind::Infrastructure,
+        LlmError::Config(_) => Kind::Usage,
+        LlmError::BudgetExceeded { .. } | LlmError::ReplayMiss { .. } | LlmError::Cassette(_) => {
+            Kind::Input
+        }
+    }
+}
+
+fn typed_kind(e: &(dyn std::error::Error + 'static)) -> Option<Kind> {
+    if let Some(e) = e.downcast_ref::<LlmError>() {
+        return Some(llm_kind(e));
+    }
+    if let Some(e) = e.downcast_ref::<EvalError>() {
+        return Some(match e {
+            EvalError::Source { .. } => Kind::Input,
+            EvalError::Store(_) | EvalError::Task(_) => Kind::Infrastructure,
+        });
+    }
+    if e.is::<StoreError>() || e.is::<EnvError>() {
+        return Some(Kind::Infrastructure);
+    }
+    if e.is::<ManifestError>() {
+        return Some(Kind::Input);
+    }
+    if e.is::<clap::Error>() {
+        return Some(Kind::Usage);
+    }
+    None
+}
+
+/// The kind of a command's error: the first typed error or marker in its chain decides; an
+/// unknown error whose message starts with a flag (`--runs must be ...`) is a usage error, any
+/// other an input error.
+pub fn classify(e: &anyhow::Error) -> Kind {
+    if e.downcast_ref::<Infrastructure>().is_some() {
+        return Kind::Infrastructure;
+    }
+    let typed = [
+        e.downcast_ref::<LlmError>().map(llm_kind),
+        e.downcast_ref::<EvalError>().and_then(|x| typed_kind(x)),
+        e.downcast_ref::<StoreError>().map(|_| Kind::Infrastructure),
+        e.downcast_ref::<EnvError>().map(|_| Kind::Infrastructure),
+        e.downcast_ref::<ManifestError>().map(|_| Kind::Input),
+    ];
+    if let Some(k) = typed.into_iter().flatten().next() {
+        return k;
+    }
+    if let Some(k) = e.chain().find_map(typed_kind) {
+        return k;
+    }
+    if e.to_string().starts_with("--") {
+        Kind::Usage
+    } else {
+        Kind::Input
+    }
+}
+
+/// `{"error": {"kind": ..., "message": ...}}`.
+pub fn json(kind: Kind, message: &str) -> String {
+    serde_json::json!({"error": {"kind": kind, "message": message}}).to_string()
+}
+
+/// Prints the error (on stderr; with `--json` also as JSON on stdout) and returns its exit code.
+pub fn report(kind: Kind, message: &str, json_output: bool) -> std::process::ExitCode {
+    if json_output {
+        println!("{}", json(kind, message));
+    }
+    eprintln!("error: {message}");
+    std::process::ExitCode::from(kind.exit_code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::{Context, anyhow};
+
+    #[test]
+    fn typed_errors_and_markers_decide_the_kind() {
+        let store = StoreError::Locked {
+            path: "s.db".into(),
+            what: "writing".into(),
+        };
+        let e = anyhow::Error::from(store).context("opening the store");
+        assert_eq!(classify(&e), Kind::Infrastructure);
+        let e = anyhow!(EnvError::NoPython("python3".into())).context("preparing");
+        assert_eq!(classify(&e), Kind::Infrastructure);
+        let e = Err::<(), _>(std::io::Error::other("disk full"))
+            .context(Infrastructure("creating a scratch directory"))
+            .unwrap_err();
+        assert_eq!(classify(&e), Kind::Infrastructure);
+        assert_eq!(e.to_string(), "creating a scratch directory");
+        let e = anyhow!(EvalError::Store(StoreError::Locked {
+            path: "s.db".into(),
+            what: "reading".into()
+        }));
+        assert_eq!(classify(&e), Kind::Infrastructure);
+    }
+
+    #[test]
+    fn llm_errors_split_between_the_user_and_the_server() {
+        let http = |status| LlmError::Http {
+            url: "u".into(),
+            status,
+            body_excerpt: String::new(),
+            retry_after: None,
+        };
+        assert_eq!(classify(&anyhow!(http(401))), Kind::Input);
+        assert_eq!(classify(&anyhow!(http(503))), Kind::Infrastructure);
+        let connect = LlmError::Connect {
+            url: "u".into(),
+            detail: "refused".into(),
+        };
+        assert_eq!(
+            classify(&anyhow!(connect).context("asking")),
+            Kind::Infrastructure
+        );
+        assert_eq!(
+            classify(&anyhow!(LlmError::Config("x".into()))),
+            Kind::Usage
+        );
+    }
+
+    #[test]
+    fn untyped_errors_are_usage_when_they_name_a_flag_else_input() {
+        assert_eq!(classify(&anyhow!("--runs must be at least 2")), Kind::Usage);
+        assert_eq!(
+            classify(&anyhow!("subjects/x: no [fix] table")),
+            Kind::Input
+        );
+        assert_eq!(Kind::Usage.exit_code(), 2);
+        assert_eq!(Kind::Input.exit_code(), 2);
+        assert_eq!(Kind::Infrastructure.exit_code(), 3);
+        let v: serde_json::Value = serde_json::from_str(&json(Kind::Usage, "bad \"x\"")).unwrap();
+        assert_eq!(v["error"]["kind"], "usage");
+        assert_eq!(v["error"]["message"], "bad \"x\"");
+    }
+}
