@@ -171,6 +171,12 @@ impl StoreError {
         }
     }
 
+    /// True when the user named something that is not a store (a device, a directory, another
+    /// database): an input error, not a failure of the machine.
+    pub fn is_wrong_file(&self) -> bool {
+        matches!(self, StoreError::NotAStore { .. })
+    }
+
     /// True when the failure was another process holding the database.
     pub fn is_locked(&self) -> bool {
         matches!(self, StoreError::Locked { .. })

@@ -66,6 +66,14 @@ fn llm_kind(e: &LlmError) -> Kind {
     }
 }
 
+fn store_kind(e: &StoreError) -> Kind {
+    if e.is_wrong_file() {
+        Kind::Input
+    } else {
+        Kind::Infrastructure
+    }
+}
+
 fn typed_kind(e: &(dyn std::error::Error + 'static)) -> Option<Kind> {
     if let Some(e) = e.downcast_ref::<LlmError>() {
         return Some(llm_kind(e));
@@ -73,10 +81,14 @@ fn typed_kind(e: &(dyn std::error::Error + 'static)) -> Option<Kind> {
     if let Some(e) = e.downcast_ref::<EvalError>() {
         return Some(match e {
             EvalError::Source { .. } => Kind::Input,
-            EvalError::Store(_) | EvalError::Task(_) => Kind::Infrastructure,
+            EvalError::Store(s) => store_kind(s),
+            EvalError::Task(_) => Kind::Infrastructure,
         });
     }
-    if e.is::<StoreError>() || e.is::<EnvError>() {
+    if let Some(e) = e.downcast_ref::<StoreError>() {
+        return Some(store_kind(e));
+    }
+    if e.is::<EnvError>() {
         return Some(Kind::Infrastructure);
     }
     if e.is::<ManifestError>() {
@@ -98,7 +110,7 @@ pub fn classify(e: &anyhow::Error) -> Kind {
     let typed = [
         e.downcast_ref::<LlmError>().map(llm_kind),
         e.downcast_ref::<EvalError>().and_then(|x| typed_kind(x)),
-        e.downcast_ref::<StoreError>().map(|_| Kind::Infrastructure),
+        e.downcast_ref::<StoreError>().map(store_kind),
         e.downcast_ref::<EnvError>().map(|_| Kind::Infrastructure),
         e.downcast_ref::<ManifestError>().map(|_| Kind::Input),
     ];
