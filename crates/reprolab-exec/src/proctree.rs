@@ -73,9 +73,23 @@ pub fn pss_kb(pid: i32) -> u64 {
         .map_or(0, |pages| pages * 4)
 }
 
+/// Resident memory in kB of one process (0 when it is gone): cheap (statm), and never less
+/// than its PSS.
+pub fn rss_kb(pid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/statm"))
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4)
+}
+
 /// PSS in kB of `root` and everything below it.
 pub fn tree_pss_kb(root: i32) -> u64 {
     pss_kb(root) + descendants(root).into_iter().map(pss_kb).sum::<u64>()
+}
+
+/// RSS in kB of `root` and everything below it: an upper bound of [`tree_pss_kb`].
+pub fn tree_rss_kb(root: i32) -> u64 {
+    rss_kb(root) + descendants(root).into_iter().map(rss_kb).sum::<u64>()
 }
 
 /// A process tree under watch: what it uses and how it is stopped.
@@ -101,18 +115,32 @@ impl Tree {
         }
     }
 
-    /// The evaluation below a warm worker `root`, whose own memory now is the baseline.
-    pub fn below(root: i32) -> Tree {
+    /// The evaluation below a warm worker `root` whose own PSS (with nothing below it) was
+    /// `baseline_kb`.
+    pub fn below(root: i32, baseline_kb: u64) -> Tree {
         Tree {
             root,
             kill_root: false,
-            baseline_kb: tree_pss_kb(root),
+            baseline_kb,
         }
     }
 
     /// Memory the evaluation added, in MB.
     pub fn memory_mb(&self) -> u64 {
         tree_pss_kb(self.root).saturating_sub(self.baseline_kb) / 1024
+    }
+
+    /// Memory the evaluation added, in MB, measured exactly ([`Tree::memory_mb`]) only when
+    /// the cheap upper bound (RSS for PSS) passes `limit_mb`: reading a torch process's PSS
+    /// walks its page tables (~9 ms measured here), reading its RSS does not (~0.01 ms), and
+    /// the watchdog looks ten times a second. Below the limit the bound is returned.
+    pub fn memory_mb_against(&self, limit_mb: u64) -> u64 {
+        let bound = tree_rss_kb(self.root).saturating_sub(self.baseline_kb) / 1024;
+        if bound <= limit_mb {
+            bound
+        } else {
+            self.memory_mb()
+        }
     }
 
     /// Send `signal` to every process of the evaluation (and their process groups).
@@ -209,6 +237,27 @@ mod tests {
     }
 
     #[test]
+    fn the_cheap_bound_is_used_below_the_limit_and_pss_above_it() {
+        let mut child = python(
+            "import os, time\n\
+             b = bytearray(64 * 2**20)\n\
+             for _ in range(4):\n\
+             \x20   if os.fork() == 0:\n\
+             \x20       time.sleep(30); os._exit(0)\n\
+             print('ok', flush=True); time.sleep(30)",
+        );
+        wait_line(&mut child);
+        let tree = Tree::whole(child.id() as i32);
+        // RSS counts the 64 MB five times; PSS once.
+        let bound = tree.memory_mb_against(u64::MAX);
+        let exact = tree.memory_mb_against(100);
+        tree.kill();
+        let _ = child.wait();
+        assert!(bound >= 300, "RSS bound {bound} MB");
+        assert!((60..200).contains(&exact), "PSS {exact} MB");
+    }
+
+    #[test]
     fn a_kept_root_survives_and_its_descendants_do_not() {
         let mut child = python(
             "import os, time\n\
@@ -218,7 +267,7 @@ mod tests {
              print('ok', flush=True); time.sleep(30)",
         );
         wait_line(&mut child);
-        let tree = Tree::below(child.id() as i32);
+        let tree = Tree::below(child.id() as i32, tree_pss_kb(child.id() as i32));
         assert_eq!(descendants(tree.root).len(), 1);
         assert_eq!(tree.kill(), 0);
         assert!(alive(tree.root));

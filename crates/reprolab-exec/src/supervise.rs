@@ -75,7 +75,8 @@ pub async fn supervise<T>(
                     }
                 }
                 if measuring.is_none() {
-                    measuring = Some(tokio::task::spawn_blocking(move || tree.memory_mb()));
+                    let limit = limits.memory_mb;
+                    measuring = Some(tokio::task::spawn_blocking(move || tree.memory_mb_against(limit)));
                 }
             }
         }

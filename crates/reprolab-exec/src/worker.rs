@@ -25,6 +25,8 @@ use reprolab_core::manifest::Limits;
 const STARTUP: Duration = Duration::from_secs(300);
 /// How long a worker may take to fork after a request.
 const FORK: Duration = Duration::from_secs(60);
+/// How many evaluations a measured baseline serves.
+const BASELINE_EVERY: u32 = 16;
 /// How long a worker may take to report a killed child before it counts as stuck.
 const STUCK: Duration = Duration::from_secs(10);
 
@@ -47,6 +49,10 @@ pub struct Worker {
     host_pid: i32,
     /// What the worker reported of its sandbox (Landlock status), for the record.
     pub sandbox: Value,
+    /// The worker's own PSS in kB (the baseline of an evaluation's memory), and how many
+    /// evaluations ago it was measured: reading it costs ~9 ms, so it is refreshed every
+    /// [`BASELINE_EVERY`] evaluations rather than before each (it drifts by a few MB).
+    baseline: Option<(u64, u32)>,
     stdin: ChildStdin,
     events: Lines<BufReader<ChildStdout>>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
@@ -127,6 +133,7 @@ impl Worker {
         let mut w = Worker {
             host_pid: 0,
             sandbox: Value::Null,
+            baseline: None,
             child,
             stdin,
             events,
@@ -246,9 +253,20 @@ impl Worker {
         limits: &Limits,
         output: &Path,
     ) -> Result<Forked, ForkError> {
-        // Measured before the fork: the child starts as a copy of the worker, and the bound is
-        // on what the evaluation adds to the worker's tree.
-        let tree = Tree::below(self.host_pid);
+        // The child starts as a copy of the worker: the bound is on what the evaluation adds to
+        // the worker's tree, over the worker's own PSS measured while it was idle.
+        let baseline_kb = match self.baseline {
+            Some((kb, n)) if n < BASELINE_EVERY => {
+                self.baseline = Some((kb, n + 1));
+                kb
+            }
+            _ => {
+                let kb = crate::proctree::tree_pss_kb(self.host_pid);
+                self.baseline = Some((kb, 1));
+                kb
+            }
+        };
+        let tree = Tree::below(self.host_pid, baseline_kb);
         let mut msg = msg.clone();
         // The worker's own deadline, so a child cannot outlive its limit even if reprolab stops
         // watching (it kills the child a little after reprolab would).
