@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::budget::SearchSettings;
-use crate::rng::Rng;
+use reprolab_rng::Rng;
 use crate::sampler::Sampler;
 use crate::space::{apply_patch, perturb_config, sample_config_scaled};
 use crate::study::{SearchResult, Stop, finish, reached, run_trials, start};

@@ -7,7 +7,6 @@
 //! the trainings' durations, so that parallel workers do not change what a search sees.
 //!
 //! One module per job:
-//! * [`rng`]: a small seeded generator (SplitMix64 underneath) with uniform and normal draws.
 //! * [`space`]: sampling one hyperparameter, value transforms, applying patches.
 //! * [`sampler`]: the ask/tell [`Sampler`] trait and [`RandomSampler`]; [`tpe`]: [`TpeSampler`].
 //! * [`budget`]: [`Budget`], [`SearchSettings`] and the meter that spends them.
@@ -28,7 +27,6 @@ pub mod llm;
 pub mod metrics;
 pub mod minimize;
 pub mod neutrality;
-pub mod rng;
 pub mod rules;
 pub mod sampler;
 pub mod space;
@@ -51,7 +49,6 @@ pub use metrics::{
     asymmetric_jaccard, changed_types, complexity, gt_types, ir, normalize_type, patch_diff,
 };
 pub use minimize::{DdTest, Minimized, minimize};
-pub use rng::Rng;
 pub use rules::{Attempt, Fix, RulesResult, fixes, rules};
 pub use sampler::{RandomSampler, Sampler};
 pub use space::apply_patch;

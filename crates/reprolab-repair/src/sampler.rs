@@ -4,7 +4,7 @@
 use reprolab_core::{Config, SearchSpace};
 
 use crate::Trial;
-use crate::rng::Rng;
+use reprolab_rng::Rng;
 use crate::space::sample_config;
 
 /// Proposes configs over a search space from the trials so far.

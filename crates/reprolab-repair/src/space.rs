@@ -4,7 +4,7 @@
 use reprolab_core::{Config, Param, ParamKind, SearchSpace};
 use serde_json::Value;
 
-use crate::rng::Rng;
+use reprolab_rng::Rng;
 
 /// Significant digits kept by sampled floats (readable patches; 0.05% resolution).
 pub const FLOAT_DIGITS: i32 = 4;

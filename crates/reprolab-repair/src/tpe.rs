@@ -20,7 +20,7 @@ use reprolab_core::{Config, Goal, Param, ParamKind, SearchSpace};
 use serde_json::Value;
 
 use crate::Trial;
-use crate::rng::Rng;
+use reprolab_rng::Rng;
 use crate::sampler::Sampler;
 use crate::space::{NumDomain, choice_index, sample_uniform};
 

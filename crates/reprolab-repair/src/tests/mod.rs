@@ -14,7 +14,7 @@ use reprolab_core::{
     Config, Dataset, Entry, FaultLabel, FaultType, Fix, Framework, Goal, Limits, Metric, Param,
     ParamKind, SearchSpace, Split, Subject, Task,
 };
-use reprolab_stats::SplitMix64;
+use reprolab_rng::SplitMix64;
 use serde_json::{Value, json};
 
 use crate::{Objective, Trace};
