@@ -10,10 +10,12 @@ pub mod manifest;
 pub mod outcome;
 pub mod program;
 pub mod space;
+pub mod suspect;
+pub mod symptoms;
 
 pub use config::Config;
 pub use error::{Issue, IssueKind, ManifestError, Position};
-pub use fault::{FaultLabel, FaultType, ParseFaultError};
+pub use fault::{FaultLabel, FaultType, ParseFaultError, normalize_type};
 pub use manifest::{
     Dataset, Entry, Fix, Framework, Goal, Limits, MANIFEST_FILE, Metric, PLACEHOLDERS, Subject,
     Task, expand_command,
@@ -21,3 +23,4 @@ pub use manifest::{
 pub use outcome::{Outcome, Split};
 pub use program::ProgramView;
 pub use space::{ConfigIssue, ConfigIssueKind, Param, ParamKind, SearchSpace};
+pub use suspect::{Suspect, THRESHOLD};

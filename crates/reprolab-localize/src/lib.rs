@@ -8,7 +8,8 @@
 //!   loss vs task, missing non-linearities, constant initialisers, learning rate vs optimiser,
 //!   batch size, epochs). No training.
 //! * [`dynamic_monitors`]: AutoTrainer/DeepDiagnosis-style checks of one traced training
-//!   (`docs/architecture.md`, "Trace record"), reusing `reprolab_repair::symptoms`.
+//!   (`docs/architecture.md`, "Trace record"), reusing AutoTrainer's checks in
+//!   `reprolab_core::symptoms` (shared with the rules repair engine).
 //!
 //! [`merge`] combines lists (noisy-or of confidences), [`rank_to_types`] turns a ranking into the
 //! localisation answer, and [`rc`], [`pr`], [`f3`] score it against a ground truth over fault
@@ -23,74 +24,14 @@ pub mod monitors;
 pub mod rules;
 
 use std::collections::BTreeSet;
-use std::fmt;
 
-use reprolab_core::{Config, FaultLabel, FaultType, Subject};
-use reprolab_repair::normalize_type;
+use reprolab_core::{Config, FaultLabel, FaultType, Subject, normalize_type};
 use serde::{Deserialize, Serialize};
 
 pub use monitors::{LayerMap, dynamic_monitors, layer_map};
 pub use rules::static_rules;
 
-/// The confidence a suspect needs to be part of the localisation answer ([`rank_to_types`]).
-/// Rules that only hint at a fault (non-zero bias init, few epochs, a slow optimiser setting)
-/// stay below it unless other evidence for the same fault adds up (see [`merge`]).
-pub const THRESHOLD: f64 = 0.5;
-
-/// A suspected fault.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Suspect {
-    /// Fault type and, for layer-specific types, the config layer indices (`ACH(2)`).
-    pub label: FaultLabel,
-    /// In [0, 1].
-    pub confidence: f64,
-    /// Why: the rule or symptom with the observed numbers.
-    pub evidence: String,
-    /// A concrete config change, e.g. `act2: sigmoid -> softmax`; only values the search space
-    /// accepts.
-    pub suggestion: Option<String>,
-    /// The rule or monitor id (`out-softmax-binary-ce`, `dying-relu`, …); merged suspects join
-    /// their sources with `+`.
-    pub source: String,
-}
-
-impl Suspect {
-    pub fn new(
-        label: FaultLabel,
-        confidence: f64,
-        source: impl Into<String>,
-        evidence: impl Into<String>,
-    ) -> Self {
-        Suspect {
-            label,
-            confidence: confidence.clamp(0.0, 1.0),
-            evidence: evidence.into(),
-            suggestion: None,
-            source: source.into(),
-        }
-    }
-
-    /// With a suggested change (kept `None` when `s` is `None`).
-    pub fn suggest(mut self, s: Option<String>) -> Self {
-        self.suggestion = s;
-        self
-    }
-}
-
-impl fmt::Display for Suspect {
-    /// `ACH(2) 0.70 [out-softmax-binary-ce] evidence (suggest: act2: softmax -> sigmoid)`
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} {:.2} [{}] {}",
-            self.label, self.confidence, self.source, self.evidence
-        )?;
-        if let Some(s) = &self.suggestion {
-            write!(f, " (suggest: {s})")?;
-        }
-        Ok(())
-    }
-}
+pub use reprolab_core::suspect::{Suspect, THRESHOLD};
 
 /// Static and dynamic suspects merged: [`static_rules`], plus [`dynamic_monitors`] when a trace
 /// is given.

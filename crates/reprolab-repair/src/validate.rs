@@ -10,11 +10,13 @@ use reprolab_stats::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::join::join_all;
-use crate::metrics::{asymmetric_jaccard, changed_types, complexity, gt_types, ir, patch_diff};
-use crate::space::apply_patch;
-use crate::{Objective, RepairError, stats_goal};
 use reprolab_core::fnum;
+use reprolab_search::Objective;
+use reprolab_search::join::join_all;
+use reprolab_search::space::apply_patch;
+
+use crate::metrics::{asymmetric_jaccard, changed_types, complexity, gt_types, ir, patch_diff};
+use crate::{RepairError, stats_goal};
 
 /// One config's retrainings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -35,7 +35,6 @@ impl SplitMix64 {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

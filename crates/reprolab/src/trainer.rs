@@ -1,4 +1,4 @@
-//! The strategies' view of training: `reprolab_faults::Trainer` and `reprolab_repair::Objective`
+//! The strategies' view of training: `reprolab_faults::Trainer` and `reprolab_search::Objective`
 //! over the real evaluator (warm pool, cache), counting what was trained and what was cached.
 
 use std::cell::Cell;
@@ -68,7 +68,7 @@ impl reprolab_faults::Trainer for EvalTrainer<'_> {
     }
 }
 
-impl reprolab_repair::Objective for EvalTrainer<'_> {
+impl reprolab_search::Objective for EvalTrainer<'_> {
     async fn evaluate(
         &self,
         config: &Config,
@@ -88,10 +88,10 @@ impl reprolab_repair::Objective for EvalTrainer<'_> {
             .collect())
     }
 
-    async fn trace(&self, config: &Config, seed: u64) -> Result<reprolab_repair::Trace, String> {
+    async fn trace(&self, config: &Config, seed: u64) -> Result<reprolab_search::Trace, String> {
         let evals = self.run(config, &[seed], Mode::Trace).await?;
         let record = &evals[0].record;
-        Ok(reprolab_repair::Trace {
+        Ok(reprolab_search::Trace {
             epochs: record.epochs.clone(),
             finished: record.outcome.is_ok(),
         })

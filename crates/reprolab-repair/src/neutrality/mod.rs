@@ -41,9 +41,11 @@ pub use alternatives::{
 pub use decision::{Comparison, Decision, EARLY_ALPHA, EARLY_EFFECT, judge, stages, stop_early};
 pub use neighbours::{Move, STUDY_OPERATORS, neighbours};
 
-use crate::join::join_bounded;
+use reprolab_search::Objective;
+use reprolab_search::join::join_bounded;
+
+use crate::RepairError;
 use crate::validate::Group;
-use crate::{Objective, RepairError};
 
 /// How the analysis runs and when it stops.
 #[derive(Debug, Clone, PartialEq)]

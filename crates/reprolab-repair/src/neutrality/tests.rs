@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::tests::{Synth, block_on, cfg, choice, config_stream, noise, subject};
-use crate::{Objective, Trace};
+use reprolab_search::{Objective, Trace};
 
 fn space() -> SearchSpace {
     SearchSpace {
@@ -134,7 +134,7 @@ fn the_whole_known_network_is_found_with_a_large_top_k() {
         // Every node differs from its parent in exactly one hyperparameter.
         if let Some(p) = n.parent {
             assert_eq!(
-                crate::space::changed_count(&r.nodes[p].config, &n.config),
+                reprolab_search::space::changed_count(&r.nodes[p].config, &n.config),
                 1
             );
             assert_eq!(n.depth, r.nodes[p].depth + 1);
@@ -416,7 +416,7 @@ fn alternatives_are_written_as_fixes_of_the_faulty_config() {
         let node = &r.nodes[a.node];
         // The patch turns the faulty config into the alternative.
         assert_eq!(
-            crate::space::apply_patch(&subj.config, &a.patch),
+            reprolab_search::space::apply_patch(&subj.config, &a.patch),
             node.config
         );
         assert_eq!(

@@ -12,8 +12,9 @@ use anyhow::{Context, Result, anyhow, bail};
 use reprolab_core::FaultType;
 use reprolab_core::manifest::{Goal, Subject};
 use reprolab_repair::neutrality::{Alternatives, best_aj};
-use reprolab_repair::{Budget, gt_types, patch_diff};
+use reprolab_repair::{gt_types, patch_diff};
 use reprolab_report::{Cell, Figure, Report, Section, Table, svg};
+use reprolab_search::Budget;
 use serde::{Deserialize, Serialize};
 
 use super::repair::{RepairSpec, repair_once};
@@ -169,7 +170,7 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
                         None => {
                             // No patch: the faulty config stands; its mean comes from the cache.
                             let seeds: Vec<u64> = (0..a.runs as u64).collect();
-                            let m = reprolab_repair::Objective::evaluate(
+                            let m = reprolab_search::Objective::evaluate(
                                 &trainer,
                                 &subject.config,
                                 &seeds,

@@ -7,10 +7,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, anyhow, bail};
 use reprolab_core::Split;
 use reprolab_core::manifest::Subject;
-use reprolab_repair::{
-    self as repair, Budget, Minimized, Objective, RulesResult, SearchResult, SearchSettings,
-    Validation,
-};
+use reprolab_repair::{self as repair, Minimized, RulesResult, Validation};
+use reprolab_search::{self as search, Budget, Objective, SearchResult, SearchSettings};
 use serde::Serialize;
 use serde_json::json;
 
@@ -67,7 +65,7 @@ pub struct RepairSpec {
     pub llm_options: repair::llm::LlmRepairOptions,
 }
 
-fn err(e: repair::RepairError) -> anyhow::Error {
+fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("{e}")
 }
 
@@ -95,10 +93,10 @@ pub async fn repair_once(
     let mut llm = None;
     let (search, rules) = match spec.engine {
         EngineArg::Random => (
-            repair::search(
+            search::search(
                 obj,
                 subject,
-                &mut repair::RandomSampler::new(spec.seed),
+                &mut search::RandomSampler::new(spec.seed),
                 &settings,
             )
             .await
@@ -106,10 +104,10 @@ pub async fn repair_once(
             None,
         ),
         EngineArg::Tpe => (
-            repair::search(
+            search::search(
                 obj,
                 subject,
-                &mut repair::TpeSampler::new(spec.seed, subject.metric.goal),
+                &mut search::TpeSampler::new(spec.seed, subject.metric.goal),
                 &settings,
             )
             .await
@@ -117,7 +115,7 @@ pub async fn repair_once(
             None,
         ),
         EngineArg::Bohb => (
-            repair::bohb(obj, subject, &settings).await.map_err(err)?,
+            search::bohb(obj, subject, &settings).await.map_err(err)?,
             None,
         ),
         EngineArg::Rules => {
@@ -234,7 +232,7 @@ pub fn suspected_space(
         .filter(|p| {
             let Some(fault) = p.fault else { return false };
             wanted.iter().any(|s| {
-                repair::normalize_type(s.label.fault) == repair::normalize_type(fault)
+                reprolab_core::normalize_type(s.label.fault) == reprolab_core::normalize_type(fault)
                     && (s.label.layers.is_empty()
                         || p.layer.is_none_or(|l| s.label.layers.contains(&l)))
             })
@@ -275,14 +273,14 @@ fn suggested_changes(
 /// A sampler that first proposes the given configs (as Optuna's `enqueue_trial`), then asks TPE.
 struct Enqueued {
     queue: std::collections::VecDeque<reprolab_core::Config>,
-    tpe: repair::TpeSampler,
+    tpe: search::TpeSampler,
 }
 
-impl repair::Sampler for Enqueued {
+impl search::Sampler for Enqueued {
     fn ask(
         &mut self,
         space: &reprolab_core::SearchSpace,
-        history: &[repair::Trial],
+        history: &[search::Trial],
     ) -> reprolab_core::Config {
         match self.queue.pop_front() {
             Some(full) => space
@@ -347,7 +345,7 @@ async fn guided(
         budget: half,
         ..settings.clone()
     };
-    let tpe = |seed| repair::TpeSampler::new(seed, subject.metric.goal);
+    let tpe = |seed| search::TpeSampler::new(seed, subject.metric.goal);
     let first = if narrowed.space.params.is_empty() {
         None
     } else {
@@ -356,7 +354,7 @@ async fn guided(
             tpe: tpe(settings.seed),
         };
         Some(
-            repair::search(obj, &narrowed, &mut sampler, &phase)
+            search::search(obj, &narrowed, &mut sampler, &phase)
                 .await
                 .map_err(err)?,
         )
@@ -370,7 +368,7 @@ async fn guided(
         seed: settings.seed + 7919,
         ..phase
     };
-    let second = repair::search(obj, second_subject, &mut tpe(wide.seed), &wide)
+    let second = search::search(obj, second_subject, &mut tpe(wide.seed), &wide)
         .await
         .map_err(err)?;
     let Some(first) = first else {
@@ -390,7 +388,7 @@ async fn guided(
     Ok(SearchResult {
         engine: "guided".into(),
         goal: subject.metric.goal,
-        best: repair::study::pick_best(subject, &trials),
+        best: search::pick_best(subject, &trials),
         spent_s: first.spent_s + second.spent_s,
         budget_s: first.budget_s.zip(second.budget_s).map(|(a, b)| a + b),
         stop: second.stop,
@@ -411,7 +409,7 @@ fn print_llm(l: &LlmRun, subject: &Subject) {
     for s in &l.suggestions {
         let changes = repair::patch_diff(
             &subject.config,
-            &repair::apply_patch(&subject.config, &s.patch),
+            &search::apply_patch(&subject.config, &s.patch),
         )
         .iter()
         .map(|(k, from, to)| format!("{k}: {from} -> {to}"))

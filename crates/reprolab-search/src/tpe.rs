@@ -20,9 +20,9 @@ use reprolab_core::{Config, Goal, Param, ParamKind, SearchSpace};
 use serde_json::Value;
 
 use crate::Trial;
-use reprolab_rng::Rng;
 use crate::sampler::Sampler;
 use crate::space::{NumDomain, choice_index, sample_uniform};
+use reprolab_rng::Rng;
 
 /// TPE sampler; goal-aware (`min` for losses). Fields are its settings.
 #[derive(Debug, Clone)]
