@@ -22,7 +22,6 @@
 pub mod llm;
 pub mod metrics;
 pub mod minimize;
-pub mod neutrality;
 pub mod rules;
 pub mod validate;
 

@@ -37,7 +37,8 @@ pub struct Group {
 }
 
 impl Group {
-    pub(crate) fn from_runs(runs: &[(Option<f64>, f64)]) -> Group {
+    /// The group of `(value, duration)` runs, per seed; non-finite values count as failed.
+    pub fn from_runs(runs: &[(Option<f64>, f64)]) -> Group {
         let samples: Vec<Option<f64>> = runs
             .iter()
             .map(|(v, _)| v.filter(|x| x.is_finite()))
@@ -57,7 +58,8 @@ impl Group {
         }
     }
 
-    pub(crate) fn finished(&self) -> Vec<f64> {
+    /// The values of the finished runs.
+    pub fn finished(&self) -> Vec<f64> {
         self.samples.iter().flatten().copied().collect()
     }
 }

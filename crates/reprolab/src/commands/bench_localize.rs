@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use reprolab_core::FaultLabel;
 use reprolab_core::manifest::Subject;
 use reprolab_localize as loc;
-use reprolab_repair::neutrality::Alternatives;
+use reprolab_neutrality::Alternatives;
 use reprolab_report::{Cell, Report, Section, Table};
 use serde::{Deserialize, Serialize};
 

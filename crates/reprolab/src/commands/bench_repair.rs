@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, anyhow, bail};
 use reprolab_core::FaultType;
 use reprolab_core::manifest::{Goal, Subject};
-use reprolab_repair::neutrality::{Alternatives, best_aj};
+use reprolab_neutrality::{Alternatives, best_aj};
 use reprolab_repair::{gt_types, patch_diff};
 use reprolab_report::{Cell, Figure, Report, Section, Table, svg};
 use reprolab_search::Budget;

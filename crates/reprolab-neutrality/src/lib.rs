@@ -22,6 +22,21 @@
 //!   (or a resumed, longer run) retrain nothing it already knows. Seeds are `0..runs` for every
 //!   node.
 
+//!
+//! Module map:
+//! * this file: [`NeutralitySettings`], the analysis ([`analyse`], [`neutrality()`]) and its
+//!   result ([`NeutralityResult`]: every [`Node`] tried, with its [`NodeClass`]).
+//! * [`neighbours`]: the one-hyperparameter moves of a config ([`Move`], [`STUDY_OPERATORS`]).
+//! * [`decision`]: whether a neighbour is neutral / an alternative ([`judge`]), and when
+//!   sequential testing may stop early ([`stop_early`], [`stages`]).
+//! * [`alternatives`]: the alternative ground truths as fixes of the faulty config
+//!   (`alternatives.json`, [`Alternatives`]) and AJ against the best variant ([`best_aj`]).
+//! * [`dot`]: the neutrality graph in Graphviz DOT (the SVG drawing is `reprolab-report`'s job).
+//!
+//! Depends on `reprolab-core`, `reprolab-stats` (the tests behind a decision),
+//! `reprolab-search` (the [`Objective`] every training goes through, the space's value steps)
+//! and `reprolab-repair` (a config's runs as a validation [`Group`], AJ and patch diffs).
+
 pub mod alternatives;
 pub mod decision;
 pub mod dot;
@@ -33,6 +48,9 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use reprolab_core::{Config, FaultType, Goal, SearchSpace, Split, Subject};
+use reprolab_repair::Group;
+use reprolab_search::Objective;
+use reprolab_search::join::join_bounded;
 use serde::{Deserialize, Serialize};
 
 pub use alternatives::{
@@ -41,11 +59,19 @@ pub use alternatives::{
 pub use decision::{Comparison, Decision, EARLY_ALPHA, EARLY_EFFECT, judge, stages, stop_early};
 pub use neighbours::{Move, STUDY_OPERATORS, neighbours};
 
-use reprolab_search::Objective;
-use reprolab_search::join::join_bounded;
-
-use crate::RepairError;
-use crate::validate::Group;
+/// Why an analysis could not run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NeutralityError {
+    /// The objective could not train (broken environment), or the fixed config did not train.
+    #[error("training failed: {0}")]
+    Objective(String),
+    /// Bad settings (too few runs, zero `top_k`, …).
+    #[error("invalid settings: {0}")]
+    Settings(String),
+    /// The fixed config (the patch the analysis starts from) does not fit the search space.
+    #[error("invalid patch: {0}")]
+    Patch(String),
+}
 
 /// How the analysis runs and when it stops.
 #[derive(Debug, Clone, PartialEq)]
@@ -241,9 +267,9 @@ pub async fn analyse<O: Objective>(
     subject: &Subject,
     settings: &NeutralitySettings,
     on_level: &mut dyn FnMut(&LevelProgress),
-) -> Result<NeutralityResult, RepairError> {
+) -> Result<NeutralityResult, NeutralityError> {
     let Some(fix) = &subject.fix else {
-        return Err(RepairError::Settings(format!(
+        return Err(NeutralityError::Settings(format!(
             "{}: the manifest has no [fix] table; neutrality analysis starts from the known fix",
             subject.manifest_path.display()
         )));
@@ -271,12 +297,12 @@ pub async fn neutrality<O: Objective>(
     root: &Config,
     settings: &NeutralitySettings,
     on_level: &mut dyn FnMut(&LevelProgress),
-) -> Result<NeutralityResult, RepairError> {
+) -> Result<NeutralityResult, NeutralityError> {
     check_settings(settings)?;
     let issues = space.validate(root);
     if !issues.is_empty() {
         let list: Vec<String> = issues.iter().map(|i| i.to_string()).collect();
-        return Err(RepairError::Patch(format!(
+        return Err(NeutralityError::Patch(format!(
             "the fixed config does not fit the search space: {}",
             list.join("; ")
         )));
@@ -288,7 +314,7 @@ pub async fn neutrality<O: Objective>(
     )?;
     let root_group = Group::from_runs(&root_runs);
     if root_group.n < 2 {
-        return Err(RepairError::Objective(format!(
+        return Err(NeutralityError::Objective(format!(
             "the fixed config finished {} of {} trainings; the analysis compares every neighbour \
              with its metric",
             root_group.n, settings.runs
@@ -402,20 +428,20 @@ pub async fn neutrality<O: Objective>(
     })
 }
 
-fn check_settings(s: &NeutralitySettings) -> Result<(), RepairError> {
+fn check_settings(s: &NeutralitySettings) -> Result<(), NeutralityError> {
     if s.runs < 3 {
-        return Err(RepairError::Settings(format!(
+        return Err(NeutralityError::Settings(format!(
             "runs = {}: every node needs at least 3 trainings (the study uses 10)",
             s.runs
         )));
     }
     if s.top_k == 0 {
-        return Err(RepairError::Settings(
+        return Err(NeutralityError::Settings(
             "top_k = 0: at least one neutral neighbour per node must be enqueued".into(),
         ));
     }
     if s.parallel == 0 {
-        return Err(RepairError::Settings(
+        return Err(NeutralityError::Settings(
             "parallel = 0: at least one neighbour must be trained at a time".into(),
         ));
     }
@@ -425,10 +451,10 @@ fn check_settings(s: &NeutralitySettings) -> Result<(), RepairError> {
 fn checked(
     result: Result<Vec<(Option<f64>, f64)>, String>,
     expected: usize,
-) -> Result<Vec<(Option<f64>, f64)>, RepairError> {
-    let runs = result.map_err(RepairError::Objective)?;
+) -> Result<Vec<(Option<f64>, f64)>, NeutralityError> {
+    let runs = result.map_err(NeutralityError::Objective)?;
     if runs.len() != expected {
-        return Err(RepairError::Objective(format!(
+        return Err(NeutralityError::Objective(format!(
             "the objective returned {} results for {expected} seeds",
             runs.len()
         )));
@@ -445,7 +471,7 @@ async fn try_neighbour<O: Objective>(
     gt: &Group,
     goal: Goal,
     settings: &NeutralitySettings,
-) -> Result<(Vec<(Option<f64>, f64)>, Option<Decision>), RepairError> {
+) -> Result<(Vec<(Option<f64>, f64)>, Option<Decision>), NeutralityError> {
     let stages = decision::stages(settings.runs, settings.sequential);
     let mut runs: Vec<(Option<f64>, f64)> = Vec::new();
     for (i, &k) in stages.iter().enumerate() {

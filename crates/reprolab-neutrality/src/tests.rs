@@ -19,7 +19,7 @@ use reprolab_core::{Config, FaultType, Goal, Param, ParamKind, SearchSpace, Spli
 use serde_json::{Value, json};
 
 use super::*;
-use crate::tests::{Synth, block_on, cfg, choice, config_stream, noise, subject};
+use reprolab_search::testing::{Synth, block_on, cfg, choice, config_stream, noise, subject};
 use reprolab_search::{Objective, Trace};
 
 fn space() -> SearchSpace {
@@ -292,7 +292,10 @@ fn bad_settings_and_a_failing_fix_are_errors() {
             &s,
             &mut |_| {},
         ));
-        assert!(matches!(e, Err(crate::RepairError::Settings(_))), "{e:?}");
+        assert!(
+            matches!(e, Err(crate::NeutralityError::Settings(_))),
+            "{e:?}"
+        );
     }
     let failing = Synth::new(|_, _, _| None);
     let e = block_on(neutrality(
