@@ -1,5 +1,5 @@
 //! Repair of a faulty subject's config: the repair engines that are not plain search
-//! (AutoTrainer-style rules, LLM suggestions), statistical validation of a patch on the holdout
+//! (AutoTrainer-style rules, FL-guided search, LLM suggestions), statistical validation of a patch on the holdout
 //! split, patch minimisation by delta debugging, and the study's repair measures.
 //!
 //! The search engines (random, TPE, BOHB), the [`Objective`](reprolab_search::Objective) every
@@ -11,14 +11,18 @@
 //! Module map:
 //! * [`mod@rules`]: AutoTrainer's fixes for the symptoms `reprolab_core::symptoms` detects,
 //!   validated by retraining ([`rules()`]).
+//! * [`mod@guided`]: FL-guided repair ([`guided()`]): localisation's suggestions first, then TPE
+//!   on the suspected parameters, widened to the whole space when that finds nothing.
 //! * [`llm`]: repair by LLM suggestions (`llm`, `llm-refine`), coerced into the space.
 //! * [`mod@validate`]: [`validate()`] a patch on the holdout split (significance, IR, AJ, complexity).
 //! * [`mod@minimize`]: [`minimize()`] a patch with Zeller's ddmin.
 //! * [`metrics`]: [`patch_diff`], [`ir`], [`complexity`], [`asymmetric_jaccard`].
 //!
 //! Depends on `reprolab-core`, `reprolab-search`, `reprolab-stats` and `reprolab-llm`; not on
-//! the executor (the binary wires it as the objective) nor on `reprolab-localize`.
+//! the executor (the binary wires it as the objective) nor on `reprolab-localize` (the guided
+//! engine is given localisation as a function; both crates share `reprolab_core::Suspect`).
 
+pub mod guided;
 pub mod llm;
 pub mod metrics;
 pub mod minimize;
@@ -30,6 +34,7 @@ mod tests;
 
 use reprolab_search::SearchError;
 
+pub use guided::guided;
 pub use metrics::{asymmetric_jaccard, changed_types, complexity, gt_types, ir, patch_diff};
 pub use minimize::{DdTest, Minimized, minimize};
 pub use rules::{Attempt, Fix, RulesResult, fixes, rules};

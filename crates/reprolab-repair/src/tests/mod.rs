@@ -1,5 +1,6 @@
 //! Unit tests on synthetic objectives (`reprolab_search::testing`: no Python, no runtime).
 
+mod guided;
 mod judge;
 mod repair_rules;
 
