@@ -17,6 +17,15 @@
 //!
 //! Neither engine reads a subject's ground truth (`[fix]`, `fixed.json`, `fault.json`) or its
 //! directory name: only the config, the search space, the task and metric, and the trace.
+//!
+//! Module map:
+//! * this file: [`localize`] (static + dynamic, merged), [`merge`], [`rank_to_types`], the FL
+//!   metrics; [`Suspect`] and [`THRESHOLD`] are `reprolab_core`'s (shared with FL-guided repair).
+//! * [`rules`]: the static rules; [`monitors`]: the dynamic monitors and [`layer_map`];
+//!   `arch` (private): the layer structure a config describes.
+//! * [`llm`]: localisation by an LLM, its answer mapped onto the space.
+//!
+//! Depends on `reprolab-core` and `reprolab-llm` only (not on `reprolab-repair`).
 
 mod arch;
 pub mod llm;

@@ -4,7 +4,7 @@
 //! those that are not significantly worse than the known fix as *alternative ground truths*.
 //!
 //! The search, as in the study: the root (the fixed config) is trained `runs` times; each
-//! dequeued node's neighbours ([`neighbours`]) are trained and judged against the node and
+//! dequeued node's neighbours ([`mod@neighbours`]) are trained and judged against the node and
 //! against the root ([`decision`]); of a node's neutral neighbours the best `top_k` by mean
 //! metric are enqueued. It stops when the queue is empty or at the budget (neighbours tried,
 //! or a wall-clock deadline).
@@ -26,7 +26,7 @@
 //! Module map:
 //! * this file: [`NeutralitySettings`], the analysis ([`analyse`], [`neutrality()`]) and its
 //!   result ([`NeutralityResult`]: every [`Node`] tried, with its [`NodeClass`]).
-//! * [`neighbours`]: the one-hyperparameter moves of a config ([`Move`], [`STUDY_OPERATORS`]).
+//! * [`mod@neighbours`]: the one-hyperparameter moves of a config ([`Move`], [`STUDY_OPERATORS`]).
 //! * [`decision`]: whether a neighbour is neutral / an alternative ([`judge`]), and when
 //!   sequential testing may stop early ([`stop_early`], [`stages`]).
 //! * [`alternatives`]: the alternative ground truths as fixes of the faulty config

@@ -1,5 +1,5 @@
 //! AutoTrainer-style rule-based repair (reference §8): trace the faulty config, detect its
-//! symptoms ([`crate::symptoms`]), and try AutoTrainer's fixes in its order, mapped onto the
+//! symptoms ([`reprolab_core::symptoms`]), and try AutoTrainer's fixes in its order, mapped onto the
 //! subject's search space. A fix whose parameter or value is not in the space is skipped with a
 //! note (batch normalisation, gradient clipping, momentum, … are not hyperparameters of the
 //! study's configs).

@@ -2,7 +2,7 @@
 //! what the search is for (repair, neutrality analysis, …) and of how training runs.
 //!
 //! Every training goes through an [`Objective`] (the binary wires the real executor with its
-//! cache and warm pool; tests use the synthetic objectives of [`testing`]). A [`Study`] holds
+//! cache and warm pool; tests use the synthetic objectives of `testing`). A [`Study`] holds
 //! the trials so far, the faulty config first: an engine *asks* for configs (a [`Sampler`],
 //! or its own proposals), [`Study::evaluate`]s them concurrently and [`Study::tell`]s the
 //! results. Budgets are counted as the *sum* of the trainings' durations, so that parallel
@@ -18,7 +18,7 @@
 //! * [`study`]: the [`Study`] (ask/evaluate/tell) and the plain study loop [`search`].
 //! * [`mod@bohb`]: Hyperband brackets of successive halving with TPE proposals ([`bohb()`]).
 //! * [`join`]: running an objective's futures concurrently without an async runtime.
-//! * [`testing`] (feature `testing`): synthetic objectives and subjects for engine tests.
+//! * `testing` (feature `testing`): synthetic objectives and subjects for engine tests.
 //!
 //! Depends on `reprolab-core` (subjects, configs, spaces) and `reprolab-rng` (the seeded
 //! stream) only: no executor, no statistics, no LLM. Repair engines (`reprolab-repair`) and
@@ -62,7 +62,7 @@ pub struct Trace {
 }
 
 /// What a search sees of training. Implemented by the binary over the real executor (cache,
-/// warm pool); by tests with synthetic objectives ([`testing::Synth`]).
+/// warm pool); by tests with synthetic objectives (`testing::Synth`).
 pub trait Objective {
     /// Trains `config` once per seed. `epochs` `Some(e)` overrides the number of epochs (BOHB's
     /// fidelity: the implementation sets `config["epochs"] = e`). Returns, per seed, the metric
