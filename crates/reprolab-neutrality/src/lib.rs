@@ -35,7 +35,8 @@
 //!
 //! Depends on `reprolab-core`, `reprolab-stats` (the tests behind a decision),
 //! `reprolab-search` (the [`Objective`] every training goes through, the space's value steps)
-//! and `reprolab-repair` (a config's runs as a validation [`Group`], AJ and patch diffs).
+//! and `reprolab-repair` (a config's runs as a validation [`Group`], AJ and patch diffs, the
+//! [`RepairError`] it shares with the repair engines).
 
 pub mod alternatives;
 pub mod decision;
@@ -48,7 +49,7 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use reprolab_core::{Config, FaultType, Goal, SearchSpace, Split, Subject};
-use reprolab_repair::Group;
+use reprolab_repair::{Group, RepairError};
 use reprolab_search::Objective;
 use reprolab_search::join::join_bounded;
 use serde::{Deserialize, Serialize};
@@ -58,20 +59,6 @@ pub use alternatives::{
 };
 pub use decision::{Comparison, Decision, EARLY_ALPHA, EARLY_EFFECT, judge, stages, stop_early};
 pub use neighbours::{Move, STUDY_OPERATORS, neighbours};
-
-/// Why an analysis could not run.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum NeutralityError {
-    /// The objective could not train (broken environment), or the fixed config did not train.
-    #[error("training failed: {0}")]
-    Objective(String),
-    /// Bad settings (too few runs, zero `top_k`, …).
-    #[error("invalid settings: {0}")]
-    Settings(String),
-    /// The fixed config (the patch the analysis starts from) does not fit the search space.
-    #[error("invalid patch: {0}")]
-    Patch(String),
-}
 
 /// How the analysis runs and when it stops.
 #[derive(Debug, Clone, PartialEq)]
@@ -267,9 +254,9 @@ pub async fn analyse<O: Objective>(
     subject: &Subject,
     settings: &NeutralitySettings,
     on_level: &mut dyn FnMut(&LevelProgress),
-) -> Result<NeutralityResult, NeutralityError> {
+) -> Result<NeutralityResult, RepairError> {
     let Some(fix) = &subject.fix else {
-        return Err(NeutralityError::Settings(format!(
+        return Err(RepairError::Settings(format!(
             "{}: the manifest has no [fix] table; neutrality analysis starts from the known fix",
             subject.manifest_path.display()
         )));
@@ -297,12 +284,12 @@ pub async fn neutrality<O: Objective>(
     root: &Config,
     settings: &NeutralitySettings,
     on_level: &mut dyn FnMut(&LevelProgress),
-) -> Result<NeutralityResult, NeutralityError> {
+) -> Result<NeutralityResult, RepairError> {
     check_settings(settings)?;
     let issues = space.validate(root);
     if !issues.is_empty() {
         let list: Vec<String> = issues.iter().map(|i| i.to_string()).collect();
-        return Err(NeutralityError::Patch(format!(
+        return Err(RepairError::Patch(format!(
             "the fixed config does not fit the search space: {}",
             list.join("; ")
         )));
@@ -314,7 +301,7 @@ pub async fn neutrality<O: Objective>(
     )?;
     let root_group = Group::from_runs(&root_runs);
     if root_group.n < 2 {
-        return Err(NeutralityError::Objective(format!(
+        return Err(RepairError::Objective(format!(
             "the fixed config finished {} of {} trainings; the analysis compares every neighbour \
              with its metric",
             root_group.n, settings.runs
@@ -428,20 +415,20 @@ pub async fn neutrality<O: Objective>(
     })
 }
 
-fn check_settings(s: &NeutralitySettings) -> Result<(), NeutralityError> {
+fn check_settings(s: &NeutralitySettings) -> Result<(), RepairError> {
     if s.runs < 3 {
-        return Err(NeutralityError::Settings(format!(
+        return Err(RepairError::Settings(format!(
             "runs = {}: every node needs at least 3 trainings (the study uses 10)",
             s.runs
         )));
     }
     if s.top_k == 0 {
-        return Err(NeutralityError::Settings(
+        return Err(RepairError::Settings(
             "top_k = 0: at least one neutral neighbour per node must be enqueued".into(),
         ));
     }
     if s.parallel == 0 {
-        return Err(NeutralityError::Settings(
+        return Err(RepairError::Settings(
             "parallel = 0: at least one neighbour must be trained at a time".into(),
         ));
     }
@@ -451,10 +438,10 @@ fn check_settings(s: &NeutralitySettings) -> Result<(), NeutralityError> {
 fn checked(
     result: Result<Vec<(Option<f64>, f64)>, String>,
     expected: usize,
-) -> Result<Vec<(Option<f64>, f64)>, NeutralityError> {
-    let runs = result.map_err(NeutralityError::Objective)?;
+) -> Result<Vec<(Option<f64>, f64)>, RepairError> {
+    let runs = result.map_err(RepairError::Objective)?;
     if runs.len() != expected {
-        return Err(NeutralityError::Objective(format!(
+        return Err(RepairError::Objective(format!(
             "the objective returned {} results for {expected} seeds",
             runs.len()
         )));
@@ -471,7 +458,7 @@ async fn try_neighbour<O: Objective>(
     gt: &Group,
     goal: Goal,
     settings: &NeutralitySettings,
-) -> Result<(Vec<(Option<f64>, f64)>, Option<Decision>), NeutralityError> {
+) -> Result<(Vec<(Option<f64>, f64)>, Option<Decision>), RepairError> {
     let stages = decision::stages(settings.runs, settings.sequential);
     let mut runs: Vec<(Option<f64>, f64)> = Vec::new();
     for (i, &k) in stages.iter().enumerate() {

@@ -293,7 +293,7 @@ fn bad_settings_and_a_failing_fix_are_errors() {
             &mut |_| {},
         ));
         assert!(
-            matches!(e, Err(crate::NeutralityError::Settings(_))),
+            matches!(e, Err(reprolab_repair::RepairError::Settings(_))),
             "{e:?}"
         );
     }

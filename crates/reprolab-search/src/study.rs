@@ -3,13 +3,12 @@
 //! budget is spent or a trial reaches `stop_at`. [`search`] is the plain loop with a
 //! [`Sampler`]: `parallel` configs asked, trained and told per round.
 
-use std::cmp::Ordering;
-
 use reprolab_core::{Config, Goal, Split, Subject};
 use serde::{Deserialize, Serialize};
 
 use crate::budget::{Meter, SearchSettings};
 use crate::join::join_all;
+use crate::pruner::rank;
 use crate::sampler::Sampler;
 use crate::space::{apply_patch, changed_count};
 use crate::{Objective, SearchError, Trial, trial_seed};
@@ -72,16 +71,12 @@ pub fn pick_best(subject: &Subject, trials: &[Trial]) -> Option<Trial> {
         .iter()
         .filter(|t| t.is_full() && t.value.is_some_and(f64::is_finite))
         .min_by(|a, b| {
-            let (x, y) = (a.value.unwrap(), b.value.unwrap());
-            if goal.better(x, y) {
-                Ordering::Less
-            } else if goal.better(y, x) {
-                Ordering::Greater
-            } else {
-                changed_count(&subject.config, &a.config)
-                    .cmp(&changed_count(&subject.config, &b.config))
-                    .then(a.number.cmp(&b.number))
-            }
+            rank(goal, a.value, b.value)
+                .then_with(|| {
+                    changed_count(&subject.config, &a.config)
+                        .cmp(&changed_count(&subject.config, &b.config))
+                })
+                .then(a.number.cmp(&b.number))
         })
         .cloned()
 }
