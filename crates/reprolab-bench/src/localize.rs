@@ -11,7 +11,7 @@ use anyhow::Result;
 use reprolab_core::FaultLabel;
 use reprolab_core::manifest::Subject;
 use reprolab_localize::{self as loc, Suspect};
-use reprolab_repair::neutrality::Alternatives;
+use reprolab_neutrality::Alternatives;
 use reprolab_report::{Cell, Report, Section, Table};
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,7 @@
 //! Figures of the neutrality analysis: the neutrality graph as a radial tree, coloured like the
 //! study's Figure 1.
 
-use reprolab_repair::neutrality::{NeutralityResult, dot};
+use reprolab_neutrality::{NeutralityResult, dot};
 use reprolab_report::tree::{TreeNode, radial_tree};
 
 /// The graph (the known fix and every node of the neutrality graph; neighbours that were not
@@ -37,9 +37,9 @@ pub fn graph_svg(result: &NeutralityResult, title: &str) -> String {
 mod tests {
     use reprolab_core::manifest::Goal;
     use reprolab_core::{Config, Split};
+    use reprolab_neutrality::NodeClass;
+    use reprolab_neutrality::{NeutralityStop, Node, dot, judge};
     use reprolab_repair::Group;
-    use reprolab_repair::neutrality::NodeClass;
-    use reprolab_repair::neutrality::{NeutralityStop, Node, dot, judge};
 
     use super::*;
 

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use reprolab_core::manifest::{Goal, Subject};
 use reprolab_core::{FaultLabel, FaultType};
-use reprolab_repair::neutrality::{Alternatives, best_aj};
+use reprolab_neutrality::{Alternatives, best_aj};
 use reprolab_repair::{Validation, gt_types, patch_diff};
 use reprolab_report::{Cell, Figure, Report, Section, Table, svg};
 use serde::{Deserialize, Serialize};

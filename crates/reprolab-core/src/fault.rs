@@ -131,6 +131,18 @@ impl FaultType {
     }
 }
 
+/// The repair operator a fault type counts as (the study's merges, used by asymmetric Jaccard and
+/// by localisation's answer): a removed (`ARM`) or added (`AAL`)
+/// activation is an activation change (`ACH`); a missing layer (`LRM`) is the layer-count
+/// operator (`LAD`). Other types are themselves.
+pub fn normalize_type(t: FaultType) -> FaultType {
+    match t {
+        FaultType::ARM | FaultType::AAL => FaultType::ACH,
+        FaultType::LRM => FaultType::LAD,
+        other => other,
+    }
+}
+
 impl fmt::Display for FaultType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.code())

@@ -9,7 +9,7 @@ use std::task::{Context, Poll, Waker};
 use reprolab_core::{
     Config, FaultLabel, FaultType, Goal, Param, ParamKind, SearchSpace, Split, Subject,
 };
-use reprolab_stats::SplitMix64;
+use reprolab_rng::SplitMix64;
 use serde_json::{Value, json};
 
 use crate::*;

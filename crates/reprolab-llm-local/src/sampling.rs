@@ -1,10 +1,10 @@
 //! Choosing the next token from logits: greedy, or temperature + nucleus (top-p) sampling.
 //!
-//! The random generator is the project's SplitMix64 (`reprolab_stats`) rather than `rand`'s
+//! The random generator is the project's SplitMix64 (`reprolab_rng`) rather than `rand`'s
 //! `StdRng`, whose stream is allowed to change between `rand` releases: a recorded run must replay the same
 //! tokens for the same seed after a dependency upgrade.
 
-use reprolab_stats::SplitMix64;
+use reprolab_rng::SplitMix64;
 
 /// Picks tokens for one generation; `temperature == 0` means greedy.
 #[derive(Debug, Clone)]
@@ -124,14 +124,6 @@ mod tests {
         };
         assert_eq!(draw(42), draw(42));
         assert_ne!(draw(42), draw(43));
-    }
-
-    #[test]
-    fn splitmix_matches_reference_stream() {
-        // First outputs of SplitMix64 seeded with 0 (reference implementation by S. Vigna).
-        let mut r = SplitMix64::new(0);
-        assert_eq!(r.next_u64(), 0xE220_A839_7B1D_CDAF);
-        assert_eq!(r.next_u64(), 0x6E78_9E6A_A1B9_65F4);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //!   loss vs task, missing non-linearities, constant initialisers, learning rate vs optimiser,
 //!   batch size, epochs). No training.
 //! * [`dynamic_monitors`]: AutoTrainer/DeepDiagnosis-style checks of one traced training
-//!   (`docs/architecture.md`, "Trace record"), reusing `reprolab_repair::symptoms`.
+//!   (`docs/architecture.md`, "Trace record"), reusing AutoTrainer's checks in
+//!   `reprolab_core::symptoms` (shared with the rules repair engine).
 //!
 //! [`merge`] combines lists (noisy-or of confidences), [`rank_to_types`] turns a ranking into the
 //! localisation answer, and [`rc`], [`pr`], [`f3`] score it against a ground truth over fault
@@ -16,6 +17,15 @@
 //!
 //! Neither engine reads a subject's ground truth (`[fix]`, `fixed.json`, `fault.json`) or its
 //! directory name: only the config, the search space, the task and metric, and the trace.
+//!
+//! Module map:
+//! * this file: [`localize`] (static + dynamic, merged), [`merge`], [`rank_to_types`], the FL
+//!   metrics; [`Suspect`] and [`THRESHOLD`] are `reprolab_core`'s (shared with FL-guided repair).
+//! * [`rules`]: the static rules; [`monitors`]: the dynamic monitors and [`layer_map`];
+//!   `arch` (private): the layer structure a config describes.
+//! * [`llm`]: localisation by an LLM, its answer mapped onto the space.
+//!
+//! Depends on `reprolab-core` and `reprolab-llm` only (not on `reprolab-repair`).
 
 mod arch;
 pub mod llm;
@@ -23,74 +33,14 @@ pub mod monitors;
 pub mod rules;
 
 use std::collections::BTreeSet;
-use std::fmt;
 
-use reprolab_core::{Config, FaultLabel, FaultType, Subject};
-use reprolab_repair::normalize_type;
+use reprolab_core::{Config, FaultLabel, FaultType, Subject, normalize_type};
 use serde::{Deserialize, Serialize};
 
 pub use monitors::{LayerMap, dynamic_monitors, layer_map};
 pub use rules::static_rules;
 
-/// The confidence a suspect needs to be part of the localisation answer ([`rank_to_types`]).
-/// Rules that only hint at a fault (non-zero bias init, few epochs, a slow optimiser setting)
-/// stay below it unless other evidence for the same fault adds up (see [`merge`]).
-pub const THRESHOLD: f64 = 0.5;
-
-/// A suspected fault.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Suspect {
-    /// Fault type and, for layer-specific types, the config layer indices (`ACH(2)`).
-    pub label: FaultLabel,
-    /// In [0, 1].
-    pub confidence: f64,
-    /// Why: the rule or symptom with the observed numbers.
-    pub evidence: String,
-    /// A concrete config change, e.g. `act2: sigmoid -> softmax`; only values the search space
-    /// accepts.
-    pub suggestion: Option<String>,
-    /// The rule or monitor id (`out-softmax-binary-ce`, `dying-relu`, …); merged suspects join
-    /// their sources with `+`.
-    pub source: String,
-}
-
-impl Suspect {
-    pub fn new(
-        label: FaultLabel,
-        confidence: f64,
-        source: impl Into<String>,
-        evidence: impl Into<String>,
-    ) -> Self {
-        Suspect {
-            label,
-            confidence: confidence.clamp(0.0, 1.0),
-            evidence: evidence.into(),
-            suggestion: None,
-            source: source.into(),
-        }
-    }
-
-    /// With a suggested change (kept `None` when `s` is `None`).
-    pub fn suggest(mut self, s: Option<String>) -> Self {
-        self.suggestion = s;
-        self
-    }
-}
-
-impl fmt::Display for Suspect {
-    /// `ACH(2) 0.70 [out-softmax-binary-ce] evidence (suggest: act2: softmax -> sigmoid)`
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} {:.2} [{}] {}",
-            self.label, self.confidence, self.source, self.evidence
-        )?;
-        if let Some(s) = &self.suggestion {
-            write!(f, " (suggest: {s})")?;
-        }
-        Ok(())
-    }
-}
+pub use reprolab_core::suspect::{Suspect, THRESHOLD};
 
 /// Static and dynamic suspects merged: [`static_rules`], plus [`dynamic_monitors`] when a trace
 /// is given.

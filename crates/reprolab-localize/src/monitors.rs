@@ -1,5 +1,5 @@
 //! Dynamic monitors over one traced training (AutoTrainer and DeepDiagnosis signals, reference
-//! §8). AutoTrainer's symptoms come from `reprolab_repair::symptoms::detect` (same thresholds);
+//! §8). AutoTrainer's symptoms come from `reprolab_core::symptoms::detect` (same thresholds);
 //! the DeepDiagnosis-style checks are added here.
 //!
 //! | id | symptom | suspects |
@@ -42,8 +42,10 @@
 //!
 //! Trace layers are mapped to config layer indices with [`layer_map`].
 
+use reprolab_core::symptoms::{
+    EpochRecord, LayerRecord, SymptomKind, Thresholds, detect, parse_trace,
+};
 use reprolab_core::{Config, FaultLabel, FaultType, Subject, Task};
-use reprolab_repair::{EpochRecord, LayerRecord, SymptomKind, Thresholds, detect, parse_trace};
 use serde_json::Value;
 
 use crate::Suspect;

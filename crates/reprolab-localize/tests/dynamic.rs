@@ -4,8 +4,8 @@
 mod common;
 
 use common::*;
+use reprolab_core::symptoms::parse_trace;
 use reprolab_localize::{dynamic_monitors, layer_map, rank_to_types};
-use reprolab_repair::parse_trace;
 use serde_json::{Value, json};
 
 const MLP: [&str; 3] = ["relu", "relu", "softmax"];

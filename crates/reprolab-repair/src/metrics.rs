@@ -3,29 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use reprolab_core::{Config, FaultType, Goal, SearchSpace, Subject};
-use serde_json::Value;
+use reprolab_core::{Config, FaultType, Goal, SearchSpace, Subject, normalize_type};
 
-use crate::space::same_value;
-
-/// The hyperparameters a patch changes: `(key, faulty value, patched value)`, keys of `faulty`
-/// in its order, then keys only in `patch`. A key missing on one side shows as `null` there.
-/// Numbers compare by value (`1` and `1.0` are no change).
-pub fn patch_diff(faulty: &Config, patch: &Config) -> Vec<(String, Value, Value)> {
-    let mut out = Vec::new();
-    for (k, v) in faulty.iter() {
-        match patch.get(k) {
-            Some(w) if same_value(v, w) => {}
-            w => out.push((k.clone(), v.clone(), w.cloned().unwrap_or(Value::Null))),
-        }
-    }
-    for (k, w) in patch.iter() {
-        if !faulty.contains_key(k) {
-            out.push((k.clone(), Value::Null, w.clone()));
-        }
-    }
-    out
-}
+pub use reprolab_search::space::patch_diff;
 
 /// Improvement rate `IR = (M_patch − M_fault) / (M_GT − M_fault)`, computed as
 /// `s·(M_patch − M_fault) / s·(M_GT − M_fault)` with `s = +1` for goal `max` and `−1` for `min`,
@@ -53,17 +33,6 @@ pub fn complexity(faulty: &Config, patch: &Config, space: &SearchSpace) -> f64 {
         return 0.0;
     }
     patch_diff(faulty, patch).len() as f64 / total as f64
-}
-
-/// The repair operator a fault type counts as in AJ: a removed (`ARM`) or added (`AAL`)
-/// activation is an activation change (`ACH`); a missing layer (`LRM`) is the layer-count
-/// operator (`LAD`). Other types are themselves.
-pub fn normalize_type(t: FaultType) -> FaultType {
-    match t {
-        FaultType::ARM | FaultType::AAL => FaultType::ACH,
-        FaultType::LRM => FaultType::LAD,
-        other => other,
-    }
 }
 
 /// The (normalised) fault types of the hyperparameters a patch changes, from the space's

@@ -10,10 +10,12 @@ use std::collections::BTreeMap;
 use reprolab_core::{Config, Split, Subject};
 use serde::{Deserialize, Serialize};
 
+use reprolab_core::fnum;
+use reprolab_search::Objective;
+
+use crate::RepairError;
 use crate::metrics::patch_diff;
 use crate::validate::{Group, checked_patch, compare, significantly};
-use crate::{Objective, RepairError};
-use reprolab_core::fnum;
 
 /// One subset tested.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,5 +1,5 @@
 //! AutoTrainer-style rule-based repair (reference §8): trace the faulty config, detect its
-//! symptoms ([`crate::symptoms`]), and try AutoTrainer's fixes in its order, mapped onto the
+//! symptoms ([`reprolab_core::symptoms`]), and try AutoTrainer's fixes in its order, mapped onto the
 //! subject's search space. A fix whose parameter or value is not in the space is skipped with a
 //! note (batch normalisation, gradient clipping, momentum, … are not hyperparameters of the
 //! study's configs).
@@ -17,11 +17,11 @@ use reprolab_core::{Config, FaultType, Param, ParamKind, SearchSpace, Subject};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::budget::SearchSettings;
-use crate::space::{float_value, round_sig};
-use crate::study::{SearchResult, Stop, finish, reached, run_trials, start};
-use crate::symptoms::{Symptom, SymptomKind, detect, parse_trace};
-use crate::{Objective, RepairError, Trial};
+use reprolab_core::symptoms::{Symptom, SymptomKind, detect, parse_trace};
+use reprolab_search::space::{float_value, round_sig, same_value};
+use reprolab_search::{Objective, SearchResult, SearchSettings, Stop, Study, Trial};
+
+use crate::RepairError;
 
 /// One fix that was trained.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -300,11 +300,11 @@ pub fn fixes(kind: SymptomKind, space: &SearchSpace, config: &Config) -> Vec<Res
         .iter()
         .map(|s| {
             let fix = resolve(s, space, config)?;
-            if fix.changes.iter().all(|(k, v)| {
-                config
-                    .get(k)
-                    .is_some_and(|c| crate::space::same_value(c, v))
-            }) {
+            if fix
+                .changes
+                .iter()
+                .all(|(k, v)| config.get(k).is_some_and(|c| same_value(c, v)))
+            {
                 return Err(format!("{}: already so", fix.description));
             }
             Ok(fix)
@@ -338,26 +338,26 @@ pub async fn rules<O: Objective>(
     s: &SearchSettings,
 ) -> Result<RulesResult, RepairError> {
     let goal = subject.metric.goal;
-    let (t0, mut meter) = start(obj, subject, s).await?;
+    let mut study = Study::start(obj, subject, s).await?;
+    let t0 = study.trials()[0].clone();
     let mut notes = Vec::new();
     let symptoms = trace_symptoms(obj, &subject.config, t0.seed, &mut notes).await?;
-    meter.charge(t0.duration_s);
-    let mut trials = vec![t0.clone()];
+    study.charge(t0.duration_s);
     if symptoms.is_empty() {
         return Ok(RulesResult {
             symptoms: Vec::new(),
             remaining: Vec::new(),
             attempts: Vec::new(),
             notes,
-            result: finish("rules", subject, trials, &meter, Stop::NoSymptom),
+            result: study.finish("rules", Stop::NoSymptom),
             no_symptom: true,
         });
     }
+    let mut stop = study.reached(&t0).then_some(Stop::StopAt);
     let mut best = t0;
     let mut current = symptoms.clone();
     let mut attempts: Vec<Attempt> = Vec::new();
     let mut tried: BTreeSet<String> = BTreeSet::from([subject.config.canonical_json()]);
-    let mut stop = reached(goal, s.stop_at, &best).then_some(Stop::StopAt);
     'rounds: while stop.is_none() {
         let mut accepted = false;
         'symptoms: for sym in &current {
@@ -384,7 +384,7 @@ pub async fn rules<O: Objective>(
             // Fixes in AutoTrainer's order, `parallel` at a time; the first better one wins.
             let mut queue = todo.into_iter();
             loop {
-                let k = meter.allowance(s.parallel);
+                let k = study.allowance(s.parallel);
                 if k == 0 {
                     stop = Some(Stop::Budget);
                     break 'rounds;
@@ -393,22 +393,14 @@ pub async fn rules<O: Objective>(
                 if batch.is_empty() {
                     break;
                 }
-                let items = batch
-                    .iter()
-                    .enumerate()
-                    .map(|(j, (_, c))| (trials.len() + j, c.clone(), None))
-                    .collect();
+                let items = batch.iter().map(|(_, c)| (c.clone(), None)).collect();
                 let mut winner: Option<Trial> = None;
-                for ((fix, _), t) in batch.into_iter().zip(run_trials(obj, s.seed, items).await?) {
-                    meter.spend(t.duration_s);
+                for ((fix, _), t) in batch.into_iter().zip(study.evaluate(obj, items).await?) {
                     let better = winner.is_none()
                         && t.value
                             .is_some_and(|v| best.value.is_none_or(|b| goal.better(v, b)));
                     if better {
                         winner = Some(t.clone());
-                    }
-                    if reached(goal, s.stop_at, &t) {
-                        stop = Some(Stop::StopAt);
                     }
                     attempts.push(Attempt {
                         symptom: sym.name.clone(),
@@ -416,7 +408,9 @@ pub async fn rules<O: Objective>(
                         trial: t.clone(),
                         accepted: better,
                     });
-                    trials.push(t);
+                    if study.tell(t) {
+                        stop = Some(Stop::StopAt);
+                    }
                 }
                 if let Some(w) = winner {
                     best = w;
@@ -435,12 +429,12 @@ pub async fn rules<O: Objective>(
             stop = Some(Stop::NoFix);
             break;
         }
-        if meter.exhausted() {
+        if study.exhausted() {
             stop = Some(Stop::Budget);
             break;
         }
         current = trace_symptoms(obj, &best.config, best.seed, &mut notes).await?;
-        meter.charge(best.duration_s);
+        study.charge(best.duration_s);
         if current.is_empty() {
             stop = Some(Stop::Repaired);
         }
@@ -450,13 +444,7 @@ pub async fn rules<O: Objective>(
         remaining: current,
         attempts,
         notes,
-        result: finish(
-            "rules",
-            subject,
-            trials,
-            &meter,
-            stop.unwrap_or(Stop::Budget),
-        ),
+        result: study.finish("rules", stop.unwrap_or(Stop::Budget)),
         no_symptom: false,
     })
 }

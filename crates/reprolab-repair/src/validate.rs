@@ -10,11 +10,13 @@ use reprolab_stats::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::join::join_all;
-use crate::metrics::{asymmetric_jaccard, changed_types, complexity, gt_types, ir, patch_diff};
-use crate::space::apply_patch;
-use crate::{Objective, RepairError, stats_goal};
 use reprolab_core::fnum;
+use reprolab_search::Objective;
+use reprolab_search::join::join_all;
+use reprolab_search::space::apply_patch;
+
+use crate::metrics::{asymmetric_jaccard, changed_types, complexity, gt_types, ir, patch_diff};
+use crate::{RepairError, stats_goal};
 
 /// One config's retrainings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,7 +37,8 @@ pub struct Group {
 }
 
 impl Group {
-    pub(crate) fn from_runs(runs: &[(Option<f64>, f64)]) -> Group {
+    /// The group of `(value, duration)` runs, per seed; non-finite values count as failed.
+    pub fn from_runs(runs: &[(Option<f64>, f64)]) -> Group {
         let samples: Vec<Option<f64>> = runs
             .iter()
             .map(|(v, _)| v.filter(|x| x.is_finite()))
@@ -55,7 +58,8 @@ impl Group {
         }
     }
 
-    pub(crate) fn finished(&self) -> Vec<f64> {
+    /// The values of the finished runs.
+    pub fn finished(&self) -> Vec<f64> {
         self.samples.iter().flatten().copied().collect()
     }
 }

@@ -40,7 +40,7 @@ pub mod wilcoxon;
 
 use serde::Serialize;
 
-pub use bootstrap::{SplitMix64, bootstrap_ci};
+pub use bootstrap::bootstrap_ci;
 pub use compare::{Comparison, compare};
 pub use describe::{Summary, mean, median, std_dev, summarize, variance};
 pub use effect::{a12, cohens_d};

@@ -192,7 +192,7 @@ mod tests {
 
     /// Deterministic pseudo-accuracies with heavy ties (values on a 1/15 grid).
     fn tied_accuracies(n: usize, seed: u64, shift: u64) -> Vec<f64> {
-        let mut rng = crate::SplitMix64::new(seed);
+        let mut rng = reprolab_rng::SplitMix64::new(seed);
         (0..n)
             .map(|_| (12 + (rng.next_u64() % 3) + shift) as f64 / 15.0)
             .collect()

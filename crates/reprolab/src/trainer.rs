@@ -1,4 +1,4 @@
-//! The strategies' view of training: `reprolab_faults::Trainer` and `reprolab_repair::Objective`
+//! The strategies' view of training: `reprolab_faults::Trainer` and `reprolab_search::Objective`
 //! over [`reprolab_exec::trainer::SubjectTrainer`] (warm pool, cache, counts), with a progress
 //! bar. Only these trait impls live here: reprolab-exec may not depend on the strategy crates
 //! that define the traits, nor they on it, and Rust's orphan rule keeps an impl of a foreign
@@ -47,7 +47,7 @@ impl reprolab_faults::Trainer for EvalTrainer<'_> {
     }
 }
 
-impl reprolab_repair::Objective for EvalTrainer<'_> {
+impl reprolab_search::Objective for EvalTrainer<'_> {
     async fn evaluate(
         &self,
         config: &Config,
@@ -61,14 +61,14 @@ impl reprolab_repair::Objective for EvalTrainer<'_> {
             .map_err(|e| e.to_string())
     }
 
-    async fn trace(&self, config: &Config, seed: u64) -> Result<reprolab_repair::Trace, String> {
+    async fn trace(&self, config: &Config, seed: u64) -> Result<reprolab_search::Trace, String> {
         let record = self
             .0
             .trace(config, seed)
             .await
             .map_err(|e| e.to_string())?
             .record;
-        Ok(reprolab_repair::Trace {
+        Ok(reprolab_search::Trace {
             finished: record.outcome.is_ok(),
             epochs: record.epochs,
         })

@@ -169,7 +169,7 @@ pub fn coerce_patch(space: &SearchSpace, current: &Config, answer: &Value) -> Co
             Ok(v) => {
                 let same = current
                     .get(key)
-                    .is_some_and(|c| crate::space::same_value(c, &v));
+                    .is_some_and(|c| reprolab_search::space::same_value(c, &v));
                 if !same {
                     out.patch.insert(key.to_string(), v);
                 }

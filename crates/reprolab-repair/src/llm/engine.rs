@@ -14,11 +14,11 @@ use serde::{Deserialize, Serialize};
 
 use super::coerce::{Rejection, coerce_patch};
 use super::prompt::{Feedback, refine_prompt, repair_prompt};
-use crate::budget::SearchSettings;
+use reprolab_search::space::apply_patch;
+use reprolab_search::{Objective, SearchResult, SearchSettings, Stop, Study, Trial};
+
+use crate::RepairError;
 use crate::metrics::patch_diff;
-use crate::space::apply_patch;
-use crate::study::{SearchResult, Stop, finish, reached, run_trials, start};
-use crate::{Objective, RepairError, Trial};
 
 /// How the model is asked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,10 +84,9 @@ pub async fn llm_repair<O: Objective>(
     let refine = opts.rounds > 1;
     let engine = if refine { "llm-refine" } else { "llm" };
     let goal = subject.metric.goal;
-    let (t0, mut meter) = start(obj, subject, settings).await?;
-    let faulty_value = t0.value;
-    let mut stop = reached(goal, settings.stop_at, &t0).then_some(Stop::StopAt);
-    let mut trials = vec![t0];
+    let mut study = Study::start(obj, subject, settings).await?;
+    let faulty_value = study.trials()[0].value;
+    let mut stop = study.reached(&study.trials()[0]).then_some(Stop::StopAt);
     let mut seen: HashSet<String> = HashSet::from([subject.config.canonical_json()]);
     let mut suggestions = Vec::new();
     let mut history: Vec<Feedback> = Vec::new();
@@ -155,26 +154,17 @@ pub async fn llm_repair<O: Objective>(
         }
         // Train them, as many at a time as the settings allow, within the budget.
         for chunk in queue.chunks(settings.parallel.max(1)) {
-            let k = meter.allowance(chunk.len());
+            let k = study.allowance(chunk.len());
             if k == 0 {
                 stop = Some(Stop::Budget);
                 break;
             }
-            let items = chunk[..k]
-                .iter()
-                .enumerate()
-                .map(|(j, (_, c))| (trials.len() + j, c.clone(), None))
-                .collect();
-            for ((si, _), t) in chunk
-                .iter()
-                .zip(run_trials(obj, settings.seed, items).await?)
-            {
-                meter.spend(t.duration_s);
+            let items = chunk[..k].iter().map(|(_, c)| (c.clone(), None)).collect();
+            for ((si, _), t) in chunk.iter().zip(study.evaluate(obj, items).await?) {
                 suggestions[*si].trial = Some(t.number);
-                if reached(goal, settings.stop_at, &t) {
+                if study.tell(t) {
                     stop = Some(Stop::StopAt);
                 }
-                trials.push(t);
             }
             if k < chunk.len() {
                 stop = Some(Stop::Budget);
@@ -184,16 +174,10 @@ pub async fn llm_repair<O: Objective>(
         history.extend(
             suggestions[first..]
                 .iter()
-                .map(|s| feedback(s, &subject.config, &trials, faulty_value)),
+                .map(|s| feedback(s, &subject.config, study.trials(), faulty_value)),
         );
     }
-    let search = finish(
-        engine,
-        subject,
-        trials,
-        &meter,
-        stop.unwrap_or(Stop::Suggestions),
-    );
+    let search = study.finish(engine, stop.unwrap_or(Stop::Suggestions));
     Ok(LlmRepairResult {
         search,
         suggestions,

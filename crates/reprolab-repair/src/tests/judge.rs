@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use reprolab_core::{FaultType, Goal, SearchSpace, Split};
+use reprolab_core::{Config, FaultType, Goal, SearchSpace, Split, Subject};
 use reprolab_stats::Verdict;
 use serde_json::json;
 

@@ -1,12 +1,14 @@
-//! Symptom detection, fix mapping and the rules engine.
+//! Symptom detection (`reprolab_core::symptoms`, tested here on the traces the rules engine
+//! sees), fix mapping and the rules engine.
 
-use reprolab_core::Goal;
-use serde_json::json;
+use reprolab_core::{Goal, Subject};
+use serde_json::{Value, json};
 
 use super::*;
+use crate::rules;
 use crate::rules::{fixes, hidden_acts};
-use crate::symptoms::oscillations;
-use crate::{Budget, SearchSettings, Stop, SymptomKind, detect, parse_trace, rules};
+use reprolab_core::symptoms::{SymptomKind, detect, oscillations, parse_trace};
+use reprolab_search::{Budget, SearchSettings, Stop};
 
 fn kinds(t: &Trace) -> Vec<SymptomKind> {
     detect(&parse_trace(&t.epochs))

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use reprolab_bench::ResultsFile;
 use reprolab_bench::repair::{self as bench, CellId, RepairOutcome, Row, Setup};
 use reprolab_core::manifest::Subject;
-use reprolab_repair::Budget;
+use reprolab_search::Budget;
 
 use super::repair::{RepairSpec, repair_once};
 use super::serde_name;
@@ -165,7 +165,7 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
 /// validation trained them).
 async fn faulty_mean(trainer: &EvalTrainer<'_>, subject: &Subject, runs: usize) -> Result<f64> {
     let seeds: Vec<u64> = (0..runs as u64).collect();
-    let m = reprolab_repair::Objective::evaluate(
+    let m = reprolab_search::Objective::evaluate(
         trainer,
         &subject.config,
         &seeds,

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use reprolab_core::manifest::Subject;
-use reprolab_repair::neutrality::{
-    self, Alternatives, NeutralityResult, NeutralitySettings, NeutralityStop, Table4, dot,
+use reprolab_neutrality::{
+    self as neutrality, Alternatives, NeutralityResult, NeutralitySettings, NeutralityStop, Table4,
+    dot,
 };
 use serde::Serialize;
 

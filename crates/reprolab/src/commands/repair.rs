@@ -7,10 +7,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, anyhow, bail};
 use reprolab_core::Split;
 use reprolab_core::manifest::Subject;
-use reprolab_repair::{
-    self as repair, Budget, Minimized, Objective, RulesResult, SearchResult, SearchSettings,
-    Validation,
-};
+use reprolab_repair::{self as repair, Minimized, RulesResult, Validation};
+use reprolab_search::{self as search, Budget, Objective, SearchResult, SearchSettings};
 use serde::Serialize;
 use serde_json::json;
 
@@ -67,7 +65,7 @@ pub struct RepairSpec {
     pub llm_options: repair::llm::LlmRepairOptions,
 }
 
-fn err(e: repair::RepairError) -> anyhow::Error {
+fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("{e}")
 }
 
@@ -95,10 +93,10 @@ pub async fn repair_once(
     let mut llm = None;
     let (search, rules) = match spec.engine {
         EngineArg::Random => (
-            repair::search(
+            search::search(
                 obj,
                 subject,
-                &mut repair::RandomSampler::new(spec.seed),
+                &mut search::RandomSampler::new(spec.seed),
                 &settings,
             )
             .await
@@ -106,10 +104,10 @@ pub async fn repair_once(
             None,
         ),
         EngineArg::Tpe => (
-            repair::search(
+            search::search(
                 obj,
                 subject,
-                &mut repair::TpeSampler::new(spec.seed, subject.metric.goal),
+                &mut search::TpeSampler::new(spec.seed, subject.metric.goal),
                 &settings,
             )
             .await
@@ -117,14 +115,21 @@ pub async fn repair_once(
             None,
         ),
         EngineArg::Bohb => (
-            repair::bohb(obj, subject, &settings).await.map_err(err)?,
+            search::bohb(obj, subject, &settings).await.map_err(err)?,
             None,
         ),
         EngineArg::Rules => {
             let r = repair::rules(obj, subject, &settings).await.map_err(err)?;
             (r.result.clone(), Some(r))
         }
-        EngineArg::Guided => (guided(obj, subject, &settings).await?, None),
+        EngineArg::Guided => (
+            repair::guided(obj, subject, &settings, |s, trace| {
+                reprolab_localize::localize(s, &s.config, Some(&trace.epochs))
+            })
+            .await
+            .map_err(err)?,
+            None,
+        ),
         EngineArg::Llm | EngineArg::LlmRefine => {
             let model = spec
                 .llm
@@ -217,187 +222,6 @@ async fn localisation_text(obj: &EvalTrainer<'_>, subject: &Subject, seed: u64) 
         .join("\n"))
 }
 
-/// The space restricted to the parameters whose fault type (and layer, when the suspect names
-/// layers) localisation suspects with confidence at or above its threshold.
-pub fn suspected_space(
-    subject: &Subject,
-    suspects: &[reprolab_localize::Suspect],
-) -> reprolab_core::SearchSpace {
-    let wanted: Vec<&reprolab_localize::Suspect> = suspects
-        .iter()
-        .filter(|s| s.confidence >= reprolab_localize::THRESHOLD)
-        .collect();
-    let params = subject
-        .space
-        .params
-        .iter()
-        .filter(|p| {
-            let Some(fault) = p.fault else { return false };
-            wanted.iter().any(|s| {
-                repair::normalize_type(s.label.fault) == repair::normalize_type(fault)
-                    && (s.label.layers.is_empty()
-                        || p.layer.is_none_or(|l| s.label.layers.contains(&l)))
-            })
-        })
-        .cloned()
-        .collect();
-    reprolab_core::SearchSpace { params }
-}
-
-/// The changes localisation suggests ("act0: linear -> relu, lr: 3 -> 0.01"), in rank order,
-/// that the space accepts; the first suggestion for a key wins.
-fn suggested_changes(
-    subject: &Subject,
-    suspects: &[reprolab_localize::Suspect],
-) -> Vec<(String, serde_json::Value)> {
-    let mut out: Vec<(String, serde_json::Value)> = Vec::new();
-    for s in suspects
-        .iter()
-        .filter(|s| s.confidence >= reprolab_localize::THRESHOLD)
-    {
-        for part in s.suggestion.as_deref().unwrap_or("").split(", ") {
-            let Some((key, change)) = part.split_once(": ") else {
-                continue;
-            };
-            let Some((_, to)) = change.split_once(" -> ") else {
-                continue;
-            };
-            let value = serde_json::from_str(to).unwrap_or_else(|_| serde_json::Value::from(to));
-            let accepted = subject.space.get(key).is_some_and(|p| p.contains(&value));
-            if accepted && !out.iter().any(|(k, _)| k == key) {
-                out.push((key.to_string(), value));
-            }
-        }
-    }
-    out
-}
-
-/// A sampler that first proposes the given configs (as Optuna's `enqueue_trial`), then asks TPE.
-struct Enqueued {
-    queue: std::collections::VecDeque<reprolab_core::Config>,
-    tpe: repair::TpeSampler,
-}
-
-impl repair::Sampler for Enqueued {
-    fn ask(
-        &mut self,
-        space: &reprolab_core::SearchSpace,
-        history: &[repair::Trial],
-    ) -> reprolab_core::Config {
-        match self.queue.pop_front() {
-            Some(full) => space
-                .params
-                .iter()
-                .filter_map(|p| full.get(&p.name).map(|v| (p.name.clone(), v.clone())))
-                .collect(),
-            None => self.tpe.ask(space, history),
-        }
-    }
-
-    fn name(&self) -> &'static str {
-        "guided"
-    }
-}
-
-/// FL-guided repair: localise (static rules and one traced training), try the changes it
-/// suggests, then spend the rest of half the budget with TPE on the suspected parameters only. The second half goes on searching them
-/// when that found an improvement, and is widened to the whole space only when it did not (or
-/// when nothing was suspected).
-async fn guided(
-    obj: &EvalTrainer<'_>,
-    subject: &Subject,
-    settings: &SearchSettings,
-) -> Result<SearchResult> {
-    let trace = obj
-        .trace(&subject.config, settings.seed)
-        .await
-        .map_err(|e| anyhow!(e))?;
-    let suspects = reprolab_localize::localize(subject, &subject.config, Some(&trace.epochs));
-    let mut narrowed = subject.clone();
-    narrowed.space = suspected_space(subject, &suspects);
-    // The suggested changes are tried first: all of them together, then each alone.
-    let changes = suggested_changes(subject, &suspects);
-    for (key, _) in &changes {
-        if narrowed.space.get(key).is_none()
-            && let Some(p) = subject.space.get(key)
-        {
-            narrowed.space.params.push(p.clone());
-        }
-    }
-    let mut queue = std::collections::VecDeque::new();
-    let mut all = subject.config.clone();
-    for (k, v) in &changes {
-        all.insert(k.clone(), v.clone());
-    }
-    if !changes.is_empty() {
-        queue.push_back(all);
-    }
-    if changes.len() > 1 {
-        for (k, v) in &changes {
-            let mut one = subject.config.clone();
-            one.insert(k.clone(), v.clone());
-            queue.push_back(one);
-        }
-    }
-    let half = match &settings.budget {
-        Budget::Trials(n) => Budget::Trials((n / 2).max(2)),
-        Budget::TimeMultiple(m) => Budget::TimeMultiple(m / 2.0),
-    };
-    let phase = SearchSettings {
-        budget: half,
-        ..settings.clone()
-    };
-    let tpe = |seed| repair::TpeSampler::new(seed, subject.metric.goal);
-    let first = if narrowed.space.params.is_empty() {
-        None
-    } else {
-        let mut sampler = Enqueued {
-            queue,
-            tpe: tpe(settings.seed),
-        };
-        Some(
-            repair::search(obj, &narrowed, &mut sampler, &phase)
-                .await
-                .map_err(err)?,
-        )
-    };
-    let second_subject = if first.as_ref().is_some_and(|r| r.patch().is_some()) {
-        &narrowed
-    } else {
-        subject
-    };
-    let wide = SearchSettings {
-        seed: settings.seed + 7919,
-        ..phase
-    };
-    let second = repair::search(obj, second_subject, &mut tpe(wide.seed), &wide)
-        .await
-        .map_err(err)?;
-    let Some(first) = first else {
-        return Ok(SearchResult {
-            engine: "guided".into(),
-            ..second
-        });
-    };
-    // One search record: the first phase's trials, then the second's (its repeat of the faulty
-    // config dropped), renumbered.
-    let mut trials = first.trials;
-    let offset = trials.len() - 1;
-    trials.extend(second.trials.into_iter().skip(1).map(|mut t| {
-        t.number += offset;
-        t
-    }));
-    Ok(SearchResult {
-        engine: "guided".into(),
-        goal: subject.metric.goal,
-        best: repair::study::pick_best(subject, &trials),
-        spent_s: first.spent_s + second.spent_s,
-        budget_s: first.budget_s.zip(second.budget_s).map(|(a, b)| a + b),
-        stop: second.stop,
-        trials,
-    })
-}
-
 fn patch_path(a: &RepairArgs, subject: &Subject) -> PathBuf {
     a.out.clone().unwrap_or_else(|| {
         let engine = super::serde_name(a.engine);
@@ -411,7 +235,7 @@ fn print_llm(l: &LlmRun, subject: &Subject) {
     for s in &l.suggestions {
         let changes = repair::patch_diff(
             &subject.config,
-            &repair::apply_patch(&subject.config, &s.patch),
+            &search::apply_patch(&subject.config, &s.patch),
         )
         .iter()
         .map(|(k, from, to)| format!("{k}: {from} -> {to}"))

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::RepairError;
+use crate::SearchError;
 
 /// How much a search may train.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -57,12 +57,12 @@ impl FromStr for Budget {
 }
 
 impl Budget {
-    fn check(&self) -> Result<(), RepairError> {
+    fn check(&self) -> Result<(), SearchError> {
         match self {
-            Budget::Trials(0) => Err(RepairError::Settings(
+            Budget::Trials(0) => Err(SearchError::Settings(
                 "a budget of 0 trials leaves nothing to search".into(),
             )),
-            Budget::TimeMultiple(m) if !(m.is_finite() && *m > 0.0) => Err(RepairError::Settings(
+            Budget::TimeMultiple(m) if !(m.is_finite() && *m > 0.0) => Err(SearchError::Settings(
                 format!("time multiple {m}: expected a positive number"),
             )),
             _ => Ok(()),
@@ -101,22 +101,22 @@ impl Default for SearchSettings {
 
 impl SearchSettings {
     /// Checks the settings.
-    pub fn check(&self) -> Result<(), RepairError> {
+    pub fn check(&self) -> Result<(), SearchError> {
         self.budget.check()?;
         if self.parallel == 0 {
-            return Err(RepairError::Settings(
+            return Err(SearchError::Settings(
                 "parallel = 0: expected at least 1 worker".into(),
             ));
         }
         if let Some(t) = self.time_ref_s
             && !(t.is_finite() && t > 0.0)
         {
-            return Err(RepairError::Settings(format!(
+            return Err(SearchError::Settings(format!(
                 "time_ref_s = {t}: expected a positive number of seconds"
             )));
         }
         if self.stop_at.is_some_and(|x| !x.is_finite()) {
-            return Err(RepairError::Settings(
+            return Err(SearchError::Settings(
                 "stop_at must be a finite number".into(),
             ));
         }
@@ -164,10 +164,10 @@ impl Meter {
     }
 
     /// Sets the time limit from the faulty config's mean training time (called after trial 0).
-    pub fn set_reference(&mut self, faulty_s: f64) -> Result<(), RepairError> {
+    pub fn set_reference(&mut self, faulty_s: f64) -> Result<(), SearchError> {
         if let Budget::TimeMultiple(m) = self.budget {
             if !(faulty_s.is_finite() && faulty_s > 0.0) {
-                return Err(RepairError::Settings(format!(
+                return Err(SearchError::Settings(format!(
                     "a time budget needs the faulty config's training time, but it took {faulty_s} s; \
                      give time_ref_s or a number of trials"
                 )));

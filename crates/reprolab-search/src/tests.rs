@@ -1,10 +1,10 @@
-//! Samplers, the study loop, budgets and BOHB.
+//! Samplers, the study loop, budgets and BOHB, on synthetic objectives.
 
 use reprolab_core::{Goal, Param, ParamKind, SearchSpace, Split};
 use serde_json::json;
 
-use super::*;
 use crate::space::apply_patch;
+use crate::testing::*;
 use crate::{
     BohbOptions, Budget, RandomSampler, Sampler, SearchResult, SearchSettings, Stop, TpeSampler,
     Trial, bohb_with, search,
@@ -301,7 +301,7 @@ fn best_prefers_fewer_changes_on_ties() {
     let s = settings(Budget::Trials(150), 3);
     let r = block_on(search(&obj, &subject, &mut RandomSampler::new(3), &s)).unwrap();
     let best = r.best.unwrap();
-    let changes = |t: &Trial| crate::patch_diff(&subject.config, &t.config).len();
+    let changes = |t: &Trial| crate::space::patch_diff(&subject.config, &t.config).len();
     let min = r
         .trials
         .iter()

@@ -1,10 +1,10 @@
 //! Sampling one hyperparameter of a search space, the numeric transforms the TPE works in, and
-//! applying a patch to a config.
+//! configs as patches: applying a patch, diffing two configs.
 
 use reprolab_core::{Config, Param, ParamKind, SearchSpace};
 use serde_json::Value;
 
-use crate::rng::Rng;
+use reprolab_rng::Rng;
 
 /// Significant digits kept by sampled floats (readable patches; 0.05% resolution).
 pub const FLOAT_DIGITS: i32 = 4;
@@ -203,6 +203,25 @@ pub fn choice_index(values: &[Value], v: &Value) -> Option<usize> {
         .or_else(|| values.iter().position(|c| same_value(c, v)))
 }
 
+/// The hyperparameters a patch changes: `(key, faulty value, patched value)`, keys of `faulty`
+/// in its order, then keys only in `patch`. A key missing on one side shows as `null` there.
+/// Numbers compare by value (`1` and `1.0` are no change).
+pub fn patch_diff(faulty: &Config, patch: &Config) -> Vec<(String, Value, Value)> {
+    let mut out = Vec::new();
+    for (k, v) in faulty.iter() {
+        match patch.get(k) {
+            Some(w) if same_value(v, w) => {}
+            w => out.push((k.clone(), v.clone(), w.cloned().unwrap_or(Value::Null))),
+        }
+    }
+    for (k, w) in patch.iter() {
+        if !faulty.contains_key(k) {
+            out.push((k.clone(), Value::Null, w.clone()));
+        }
+    }
+    out
+}
+
 /// `faulty` with the values of `patch` set: keys of `faulty` keep their order, keys only in
 /// `patch` go last. A partial patch (just the changed keys) gives the full patched config.
 pub fn apply_patch(faulty: &Config, patch: &Config) -> Config {
@@ -213,9 +232,9 @@ pub fn apply_patch(faulty: &Config, patch: &Config) -> Config {
     out
 }
 
-/// Number of keys whose values differ between `a` and `b` (see [`same_value`]).
+/// Number of keys whose values differ between `a` and `b` (see [`patch_diff`]).
 pub fn changed_count(a: &Config, b: &Config) -> usize {
-    crate::metrics::patch_diff(a, b).len()
+    patch_diff(a, b).len()
 }
 
 #[cfg(test)]

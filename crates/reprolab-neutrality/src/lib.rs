@@ -4,7 +4,7 @@
 //! those that are not significantly worse than the known fix as *alternative ground truths*.
 //!
 //! The search, as in the study: the root (the fixed config) is trained `runs` times; each
-//! dequeued node's neighbours ([`neighbours`]) are trained and judged against the node and
+//! dequeued node's neighbours ([`mod@neighbours`]) are trained and judged against the node and
 //! against the root ([`decision`]); of a node's neutral neighbours the best `top_k` by mean
 //! metric are enqueued. It stops when the queue is empty or at the budget (neighbours tried,
 //! or a wall-clock deadline).
@@ -22,6 +22,22 @@
 //!   (or a resumed, longer run) retrain nothing it already knows. Seeds are `0..runs` for every
 //!   node.
 
+//!
+//! Module map:
+//! * this file: [`NeutralitySettings`], the analysis ([`analyse`], [`neutrality()`]) and its
+//!   result ([`NeutralityResult`]: every [`Node`] tried, with its [`NodeClass`]).
+//! * [`mod@neighbours`]: the one-hyperparameter moves of a config ([`Move`], [`STUDY_OPERATORS`]).
+//! * [`decision`]: whether a neighbour is neutral / an alternative ([`judge`]), and when
+//!   sequential testing may stop early ([`stop_early`], [`stages`]).
+//! * [`alternatives`]: the alternative ground truths as fixes of the faulty config
+//!   (`alternatives.json`, [`Alternatives`]) and AJ against the best variant ([`best_aj`]).
+//! * [`dot`]: the neutrality graph in Graphviz DOT (the SVG drawing is `reprolab-report`'s job).
+//!
+//! Depends on `reprolab-core`, `reprolab-stats` (the tests behind a decision),
+//! `reprolab-search` (the [`Objective`] every training goes through, the space's value steps)
+//! and `reprolab-repair` (a config's runs as a validation [`Group`], AJ and patch diffs, the
+//! [`RepairError`] it shares with the repair engines).
+
 pub mod alternatives;
 pub mod decision;
 pub mod dot;
@@ -33,6 +49,9 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use reprolab_core::{Config, FaultType, Goal, SearchSpace, Split, Subject};
+use reprolab_repair::{Group, RepairError};
+use reprolab_search::Objective;
+use reprolab_search::join::join_bounded;
 use serde::{Deserialize, Serialize};
 
 pub use alternatives::{
@@ -40,10 +59,6 @@ pub use alternatives::{
 };
 pub use decision::{Comparison, Decision, EARLY_ALPHA, EARLY_EFFECT, judge, stages, stop_early};
 pub use neighbours::{Move, STUDY_OPERATORS, neighbours};
-
-use crate::join::join_bounded;
-use crate::validate::Group;
-use crate::{Objective, RepairError};
 
 /// How the analysis runs and when it stops.
 #[derive(Debug, Clone, PartialEq)]

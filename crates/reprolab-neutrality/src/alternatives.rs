@@ -14,8 +14,9 @@ use reprolab_core::{Config, FaultLabel, FaultType, Goal, SearchSpace, Split, Sub
 use serde::{Deserialize, Serialize};
 
 use super::{NeutralityResult, NeutralityStop};
-use crate::metrics::{asymmetric_jaccard, normalize_type, patch_diff};
 use reprolab_core::fnum;
+use reprolab_core::normalize_type;
+use reprolab_repair::{asymmetric_jaccard, patch_diff};
 
 /// The file in a fault's directory.
 pub const ALTERNATIVES_FILE: &str = "alternatives.json";

@@ -14,15 +14,14 @@
 //! * Weights (Optuna's default): 1 for each trial when fewer than 25, else older trials ramp
 //!   from `1/n` to 1 and the last 25 weigh 1.
 
-use std::cmp::Ordering;
-
 use reprolab_core::{Config, Goal, Param, ParamKind, SearchSpace};
 use serde_json::Value;
 
 use crate::Trial;
-use crate::rng::Rng;
+use crate::pruner::rank;
 use crate::sampler::Sampler;
 use crate::space::{NumDomain, choice_index, sample_uniform};
+use reprolab_rng::Rng;
 
 /// TPE sampler; goal-aware (`min` for losses). Fields are its settings.
 #[derive(Debug, Clone)]
@@ -69,16 +68,7 @@ impl TpeSampler {
             return None;
         }
         let goal = self.goal;
-        ok.sort_by(|a, b| {
-            let (x, y) = (a.value.unwrap(), b.value.unwrap());
-            if goal.better(x, y) {
-                Ordering::Less
-            } else if goal.better(y, x) {
-                Ordering::Greater
-            } else {
-                a.number.cmp(&b.number)
-            }
-        });
+        ok.sort_by(|a, b| rank(goal, a.value, b.value).then(a.number.cmp(&b.number)));
         let n_good = ((self.gamma * history.len() as f64).ceil() as usize)
             .clamp(1, self.max_good.max(1))
             .min(ok.len());

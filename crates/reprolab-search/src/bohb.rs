@@ -11,19 +11,19 @@
 //! budget is counted as in the study loop (sum of durations), so cheap low-fidelity trials are
 //! what makes BOHB efficient; `best` considers full-fidelity trials only.
 
-use std::cmp::Ordering;
-
-use reprolab_core::{Config, Goal, Subject};
+use reprolab_core::{Config, Subject};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use reprolab_rng::Rng;
+
 use crate::budget::SearchSettings;
-use crate::rng::Rng;
+use crate::pruner::{Pruner, SuccessiveHalving, rank};
 use crate::sampler::Sampler;
 use crate::space::{apply_patch, perturb_config, sample_config_scaled};
-use crate::study::{SearchResult, Stop, finish, reached, run_trials, start};
+use crate::study::{SearchResult, Stop, Study};
 use crate::tpe::TpeSampler;
-use crate::{Objective, RepairError, Trial};
+use crate::{Objective, SearchError, Trial};
 
 /// BOHB's settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -119,7 +119,7 @@ pub async fn bohb<O: Objective>(
     obj: &O,
     subject: &Subject,
     s: &SearchSettings,
-) -> Result<SearchResult, RepairError> {
+) -> Result<SearchResult, SearchError> {
     bohb_with(obj, subject, s, &BohbOptions::default()).await
 }
 
@@ -129,21 +129,22 @@ pub async fn bohb_with<O: Objective>(
     subject: &Subject,
     s: &SearchSettings,
     opt: &BohbOptions,
-) -> Result<SearchResult, RepairError> {
+) -> Result<SearchResult, SearchError> {
     if opt.eta < 2 {
-        return Err(RepairError::Settings(format!(
+        return Err(SearchError::Settings(format!(
             "eta = {}: expected at least 2",
             opt.eta
         )));
     }
     let goal = subject.metric.goal;
     let top = opt.s_max;
-    let (t0, mut meter) = start(obj, subject, s).await?;
-    let mut stop = reached(goal, s.stop_at, &t0).then_some(Stop::StopAt);
+    let pruner = SuccessiveHalving { eta: opt.eta };
+    let mut study = Study::start(obj, subject, s).await?;
+    let t0 = study.trials()[0].clone();
+    let mut stop = study.reached(&t0).then_some(Stop::StopAt);
     // Trials per fidelity rung, for the models (full trainings in the top rung).
     let mut by_rung: Vec<Vec<Trial>> = vec![Vec::new(); top as usize + 1];
-    by_rung[top as usize].push(t0.clone());
-    let mut trials = vec![t0];
+    by_rung[top as usize].push(t0);
     let mut rng = Rng::new(s.seed ^ 0xB0B0_0000_0000_0001);
     let mut tpe = TpeSampler::new(s.seed ^ 0x7E7E_0000_0000_0002, goal);
     tpe.n_startup = 1;
@@ -171,31 +172,22 @@ pub async fn bohb_with<O: Objective>(
                 .filter(|&c| cands[c].value_at(opt.fidelity(cands[c].full, r)).is_none())
                 .collect();
             for chunk in todo.chunks(s.parallel) {
-                let k = meter.allowance(chunk.len());
+                let k = study.allowance(chunk.len());
                 if k == 0 {
                     stop = Some(Stop::Budget);
                     break 'brackets;
                 }
-                let items: Vec<(usize, Config, Option<u64>)> = chunk[..k]
+                let items: Vec<(Config, Option<u64>)> = chunk[..k]
                     .iter()
-                    .enumerate()
-                    .map(|(j, &c)| {
-                        (
-                            trials.len() + j,
-                            cands[c].config.clone(),
-                            opt.fidelity(cands[c].full, r),
-                        )
-                    })
+                    .map(|&c| (cands[c].config.clone(), opt.fidelity(cands[c].full, r)))
                     .collect();
-                for (&c, t) in chunk.iter().zip(run_trials(obj, s.seed, items).await?) {
-                    meter.spend(t.duration_s);
+                for (&c, t) in chunk.iter().zip(study.evaluate(obj, items).await?) {
                     cands[c].results.push((t.epochs, t.value));
                     let rung = if t.is_full() { top } else { r };
                     by_rung[rung as usize].push(t.clone());
-                    if reached(goal, s.stop_at, &t) {
+                    if study.tell(t) {
                         stop = Some(Stop::StopAt);
                     }
-                    trials.push(t);
                 }
                 if stop.is_some() {
                     break 'brackets;
@@ -208,30 +200,15 @@ pub async fn bohb_with<O: Objective>(
             if r == top {
                 break;
             }
-            // Successive halving: the best 1/eta (at least one) go up a rung.
+            // Successive halving: the best 1/eta (at least one) go up a rung, best first.
             let value = |c: usize| cands[c].value_at(opt.fidelity(cands[c].full, r)).flatten();
             active.sort_by(|&a, &b| rank(goal, value(a), value(b)).then(a.cmp(&b)));
-            active.truncate((active.len() / opt.eta as usize).max(1));
+            let reported: Vec<(usize, Option<f64>)> =
+                active.iter().map(|&c| (c, value(c))).collect();
+            active.retain(|&c| !pruner.prune(goal, r.into(), c, &reported));
         }
     }
-    Ok(finish(
-        "bohb",
-        subject,
-        trials,
-        &meter,
-        stop.unwrap_or(Stop::Budget),
-    ))
-}
-
-/// Better values first, failed trainings last.
-fn rank(goal: Goal, a: Option<f64>, b: Option<f64>) -> Ordering {
-    match (a, b) {
-        (Some(x), Some(y)) if goal.better(x, y) => Ordering::Less,
-        (Some(x), Some(y)) if goal.better(y, x) => Ordering::Greater,
-        (Some(_), None) => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        _ => Ordering::Equal,
-    }
+    Ok(study.finish("bohb", stop.unwrap_or(Stop::Budget)))
 }
 
 /// A new config: random for `random_fraction` of the proposals and while no rung has

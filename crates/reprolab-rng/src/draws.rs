@@ -1,7 +1,7 @@
-//! A small seeded random generator: SplitMix64 (from reprolab-stats, whose stream is fixed by
-//! its code) with the draws the samplers need. Same seed, same stream, on every platform.
+//! The draws the search samplers need (uniform, integer, normal, weighted) on top of
+//! [`SplitMix64`]. Same seed, same stream, on every platform.
 
-use reprolab_stats::SplitMix64;
+use crate::SplitMix64;
 
 /// Seeded generator of uniform, normal and index draws.
 #[derive(Debug, Clone)]

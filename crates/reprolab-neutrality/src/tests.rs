@@ -19,8 +19,8 @@ use reprolab_core::{Config, FaultType, Goal, Param, ParamKind, SearchSpace, Spli
 use serde_json::{Value, json};
 
 use super::*;
-use crate::tests::{Synth, block_on, cfg, choice, config_stream, noise, subject};
-use crate::{Objective, Trace};
+use reprolab_search::testing::{Synth, block_on, cfg, choice, config_stream, noise, subject};
+use reprolab_search::{Objective, Trace};
 
 fn space() -> SearchSpace {
     SearchSpace {
@@ -134,7 +134,7 @@ fn the_whole_known_network_is_found_with_a_large_top_k() {
         // Every node differs from its parent in exactly one hyperparameter.
         if let Some(p) = n.parent {
             assert_eq!(
-                crate::space::changed_count(&r.nodes[p].config, &n.config),
+                reprolab_search::space::changed_count(&r.nodes[p].config, &n.config),
                 1
             );
             assert_eq!(n.depth, r.nodes[p].depth + 1);
@@ -292,7 +292,10 @@ fn bad_settings_and_a_failing_fix_are_errors() {
             &s,
             &mut |_| {},
         ));
-        assert!(matches!(e, Err(crate::RepairError::Settings(_))), "{e:?}");
+        assert!(
+            matches!(e, Err(reprolab_repair::RepairError::Settings(_))),
+            "{e:?}"
+        );
     }
     let failing = Synth::new(|_, _, _| None);
     let e = block_on(neutrality(
@@ -416,7 +419,7 @@ fn alternatives_are_written_as_fixes_of_the_faulty_config() {
         let node = &r.nodes[a.node];
         // The patch turns the faulty config into the alternative.
         assert_eq!(
-            crate::space::apply_patch(&subj.config, &a.patch),
+            reprolab_search::space::apply_patch(&subj.config, &a.patch),
             node.config
         );
         assert_eq!(

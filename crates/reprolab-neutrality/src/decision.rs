@@ -36,8 +36,8 @@ use reprolab_core::Goal;
 use reprolab_stats::{ALPHA, MIN_EFFECT, Verdict, a12, cohens_d, glm_test, mann_whitney_u};
 use serde::{Deserialize, Serialize};
 
-use crate::validate::Group;
 use reprolab_core::fnum;
+use reprolab_repair::Group;
 
 /// Interim significance level of the early-stopping boundary.
 pub const EARLY_ALPHA: f64 = 0.001;

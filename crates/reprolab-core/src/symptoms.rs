@@ -1,5 +1,6 @@
 //! AutoTrainer's training-trace checks (reference §8) over the per-epoch trace records of
-//! `docs/architecture.md`. Gradient statistics come from the first batch of each epoch, so a
+//! `docs/architecture.md`: the shared definition of a training symptom, read by dynamic
+//! localisation (`reprolab-localize`) and by the rules repair engine (`reprolab-repair`). Gradient statistics come from the first batch of each epoch, so a
 //! check that holds in any epoch counts, as AutoTrainer's periodic checks would see it.
 
 use std::fmt;

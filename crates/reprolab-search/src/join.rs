@@ -63,7 +63,7 @@ impl<F: Future> Future for JoinAll<F> {
 impl<F: Future> Unpin for JoinAll<F> {}
 
 /// Awaits every future, concurrently; outputs in input order.
-pub(crate) fn join_all<F: Future>(futures: Vec<F>) -> impl Future<Output = Vec<F::Output>> {
+pub fn join_all<F: Future>(futures: Vec<F>) -> impl Future<Output = Vec<F::Output>> {
     let n = futures.len();
     join_bounded(futures, n)
 }
@@ -71,7 +71,7 @@ pub(crate) fn join_all<F: Future>(futures: Vec<F>) -> impl Future<Output = Vec<F
 /// Awaits every future with at most `limit` (≥ 1) of them started and unfinished at a time,
 /// starting them in input order; outputs in input order. Futures are lazy, so one that is not
 /// started yet has done no work (no training asked).
-pub(crate) fn join_bounded<F: Future>(
+pub fn join_bounded<F: Future>(
     futures: Vec<F>,
     limit: usize,
 ) -> impl Future<Output = Vec<F::Output>> {

@@ -18,8 +18,8 @@ use reprolab_core::{Config, FaultLabel, FaultType, Param, ParamKind, SearchSpace
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::metrics::normalize_type;
-use crate::space::{LOG_SPAN, float_value, round_sig, same_value};
+use reprolab_core::normalize_type;
+use reprolab_search::space::{LOG_SPAN, float_value, round_sig, same_value};
 
 /// The study's neutrality operators (its §4.1): HBS, HLR, HNE, LRM, LAD, LCN, ACH, BCI, WCI,
 /// LCH, OCH.

@@ -4,8 +4,8 @@
 use reprolab_core::{Config, SearchSpace};
 
 use crate::Trial;
-use crate::rng::Rng;
 use crate::space::sample_config;
+use reprolab_rng::Rng;
 
 /// Proposes configs over a search space from the trials so far.
 pub trait Sampler {

@@ -1,0 +1,181 @@
+//! FL-guided repair: localise the fault (the subject's config and one traced training of it),
+//! try the changes localisation suggests, then spend the rest of half the budget with TPE on the
+//! suspected parameters only. The second half goes on searching them when that found an
+//! improvement, and is widened to the whole space only when it did not (or when nothing was
+//! suspected).
+//!
+//! Localisation is passed in ([`guided`]'s `localize`; the binary wires
+//! `reprolab_localize::localize`), so this crate does not depend on the localisation crate and
+//! tests can guide the engine with synthetic suspects.
+
+use std::collections::VecDeque;
+
+use reprolab_core::{Config, SearchSpace, Subject, Suspect, THRESHOLD, normalize_type};
+use reprolab_search::{
+    Budget, Objective, Sampler, SearchResult, SearchSettings, TpeSampler, Trace, Trial, pick_best,
+    search,
+};
+use serde_json::Value;
+
+use crate::RepairError;
+
+/// The space restricted to the parameters whose fault type (and layer, when the suspect names
+/// layers) localisation suspects with confidence at or above [`THRESHOLD`].
+pub fn suspected_space(subject: &Subject, suspects: &[Suspect]) -> SearchSpace {
+    let wanted: Vec<&Suspect> = suspects
+        .iter()
+        .filter(|s| s.confidence >= THRESHOLD)
+        .collect();
+    let params = subject
+        .space
+        .params
+        .iter()
+        .filter(|p| {
+            let Some(fault) = p.fault else { return false };
+            wanted.iter().any(|s| {
+                normalize_type(s.label.fault) == normalize_type(fault)
+                    && (s.label.layers.is_empty()
+                        || p.layer.is_none_or(|l| s.label.layers.contains(&l)))
+            })
+        })
+        .cloned()
+        .collect();
+    SearchSpace { params }
+}
+
+/// The changes localisation suggests ("act0: linear -> relu, lr: 3 -> 0.01"), in rank order,
+/// that the space accepts; the first suggestion for a key wins.
+pub fn suggested_changes(subject: &Subject, suspects: &[Suspect]) -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = Vec::new();
+    for s in suspects.iter().filter(|s| s.confidence >= THRESHOLD) {
+        for part in s.suggestion.as_deref().unwrap_or("").split(", ") {
+            let Some((key, change)) = part.split_once(": ") else {
+                continue;
+            };
+            let Some((_, to)) = change.split_once(" -> ") else {
+                continue;
+            };
+            let value = serde_json::from_str(to).unwrap_or_else(|_| Value::from(to));
+            let accepted = subject.space.get(key).is_some_and(|p| p.contains(&value));
+            if accepted && !out.iter().any(|(k, _)| k == key) {
+                out.push((key.to_string(), value));
+            }
+        }
+    }
+    out
+}
+
+/// A sampler that first proposes the given configs (as Optuna's `enqueue_trial`), then asks TPE.
+struct Enqueued {
+    queue: VecDeque<Config>,
+    tpe: TpeSampler,
+}
+
+impl Sampler for Enqueued {
+    fn ask(&mut self, space: &SearchSpace, history: &[Trial]) -> Config {
+        match self.queue.pop_front() {
+            Some(full) => space
+                .params
+                .iter()
+                .filter_map(|p| full.get(&p.name).map(|v| (p.name.clone(), v.clone())))
+                .collect(),
+            None => self.tpe.ask(space, history),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "guided"
+    }
+}
+
+/// The `guided` engine (see the module documentation). `localize` ranks the suspects of the
+/// subject's config given one traced training of it (seed `settings.seed`). The result is one
+/// search record: the first phase's trials, then the second's (its repeat of the faulty config
+/// dropped), renumbered.
+pub async fn guided<O: Objective>(
+    obj: &O,
+    subject: &Subject,
+    settings: &SearchSettings,
+    localize: impl Fn(&Subject, &Trace) -> Vec<Suspect>,
+) -> Result<SearchResult, RepairError> {
+    let trace = obj
+        .trace(&subject.config, settings.seed)
+        .await
+        .map_err(RepairError::Objective)?;
+    let suspects = localize(subject, &trace);
+    let mut narrowed = subject.clone();
+    narrowed.space = suspected_space(subject, &suspects);
+    // The suggested changes are tried first: all of them together, then each alone.
+    let changes = suggested_changes(subject, &suspects);
+    for (key, _) in &changes {
+        if narrowed.space.get(key).is_none()
+            && let Some(p) = subject.space.get(key)
+        {
+            narrowed.space.params.push(p.clone());
+        }
+    }
+    let mut queue = VecDeque::new();
+    let mut all = subject.config.clone();
+    for (k, v) in &changes {
+        all.insert(k.clone(), v.clone());
+    }
+    if !changes.is_empty() {
+        queue.push_back(all);
+    }
+    if changes.len() > 1 {
+        for (k, v) in &changes {
+            let mut one = subject.config.clone();
+            one.insert(k.clone(), v.clone());
+            queue.push_back(one);
+        }
+    }
+    let half = match &settings.budget {
+        Budget::Trials(n) => Budget::Trials((n / 2).max(2)),
+        Budget::TimeMultiple(m) => Budget::TimeMultiple(m / 2.0),
+    };
+    let phase = SearchSettings {
+        budget: half,
+        ..settings.clone()
+    };
+    let tpe = |seed| TpeSampler::new(seed, subject.metric.goal);
+    let first = if narrowed.space.params.is_empty() {
+        None
+    } else {
+        let mut sampler = Enqueued {
+            queue,
+            tpe: tpe(settings.seed),
+        };
+        Some(search(obj, &narrowed, &mut sampler, &phase).await?)
+    };
+    let second_subject = if first.as_ref().is_some_and(|r| r.patch().is_some()) {
+        &narrowed
+    } else {
+        subject
+    };
+    let wide = SearchSettings {
+        seed: settings.seed + 7919,
+        ..phase
+    };
+    let second = search(obj, second_subject, &mut tpe(wide.seed), &wide).await?;
+    let Some(first) = first else {
+        return Ok(SearchResult {
+            engine: "guided".into(),
+            ..second
+        });
+    };
+    let mut trials = first.trials;
+    let offset = trials.len() - 1;
+    trials.extend(second.trials.into_iter().skip(1).map(|mut t| {
+        t.number += offset;
+        t
+    }));
+    Ok(SearchResult {
+        engine: "guided".into(),
+        goal: subject.metric.goal,
+        best: pick_best(subject, &trials),
+        spent_s: first.spent_s + second.spent_s,
+        budget_s: first.budget_s.zip(second.budget_s).map(|(a, b)| a + b),
+        stop: second.stop,
+        trials,
+    })
+}

@@ -1,0 +1,221 @@
+//! FL-guided repair, guided by synthetic suspects on synthetic objectives.
+
+use std::cell::Cell;
+use std::collections::BTreeSet;
+
+use reprolab_core::{Subject, Suspect};
+use reprolab_search::{
+    Budget, SearchResult, SearchSettings, TpeSampler, Trial, search, trial_seed,
+};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::guided::{guided, suggested_changes, suspected_space};
+use crate::patch_diff;
+
+fn suspect(label: &str, confidence: f64, suggestion: Option<&str>) -> Suspect {
+    Suspect::new(
+        label.parse().unwrap(),
+        confidence,
+        "synthetic",
+        "a test suspect",
+    )
+    .suggest(suggestion.map(String::from))
+}
+
+fn changed(subject: &Subject, t: &Trial) -> BTreeSet<String> {
+    patch_diff(&subject.config, &t.config)
+        .into_iter()
+        .map(|(k, _, _)| k)
+        .collect()
+}
+
+fn keys(xs: &[&str]) -> BTreeSet<String> {
+    xs.iter().map(|s| s.to_string()).collect()
+}
+
+fn run(
+    obj: &Synth,
+    subject: &Subject,
+    budget: Budget,
+    seed: u64,
+    suspects: &[Suspect],
+) -> SearchResult {
+    let s = SearchSettings {
+        budget,
+        seed,
+        ..SearchSettings::default()
+    };
+    block_on(guided(obj, subject, &s, |_, _| suspects.to_vec())).unwrap()
+}
+
+#[test]
+fn the_suspected_space_follows_fault_types_layers_and_the_threshold() {
+    let subject = study_subject(true);
+    let names = |suspects: &[Suspect]| -> Vec<String> {
+        suspected_space(&subject, suspects)
+            .params
+            .into_iter()
+            .map(|p| p.name)
+            .collect()
+    };
+    // ARM counts as ACH; a labelled layer keeps only that layer's parameter; below the
+    // threshold (WCI at 0.3) nothing is suspected; space order is kept.
+    let suspects = [
+        suspect("HLR", 0.6, None),
+        suspect("ACH(2)", 0.8, None),
+        suspect("WCI", 0.3, None),
+        suspect("ARM(1)", 0.7, None),
+    ];
+    assert_eq!(names(&suspects), vec!["act1", "act2", "lr"]);
+    // A type without layers suspects every layer.
+    assert_eq!(
+        names(&[suspect("ACH", 0.5, None)]),
+        vec!["act0", "act1", "act2"]
+    );
+    assert!(names(&[]).is_empty());
+}
+
+#[test]
+fn suggestions_are_read_in_rank_order_and_checked_against_the_space() {
+    let subject = study_subject(true);
+    let suspects = [
+        suspect(
+            "ACH(2)",
+            0.9,
+            Some("act2: sigmoid -> softmax, lr: 3 -> 0.005"),
+        ),
+        // The first suggestion for a key wins.
+        suspect("HLR", 0.7, Some("lr: 3 -> 0.01")),
+        // Below the threshold.
+        suspect("OCH", 0.2, Some("optimizer: adam -> sgd")),
+        // Not values of the space, or not a change at all.
+        suspect("HBS", 0.6, Some("batch_size: 32 -> 33")),
+        suspect("ACH(0)", 0.6, Some("act0: relu -> nonsense, just a remark")),
+    ];
+    assert_eq!(
+        suggested_changes(&subject, &suspects),
+        vec![
+            ("act2".to_string(), json!("softmax")),
+            ("lr".to_string(), json!(0.005)),
+        ]
+    );
+}
+
+#[test]
+fn suggestions_come_first_then_tpe_on_the_suspected_parameters() {
+    let subject = study_subject(true);
+    let suspects = [suspect(
+        "ACH(2)",
+        0.9,
+        Some("act2: sigmoid -> softmax, lr: 3 -> 0.005"),
+    )];
+    let obj = Synth::study();
+    let r = run(&obj, &subject, Budget::Trials(20), 3, &suspects);
+    // One traced training for localisation.
+    assert_eq!(obj.traces.get(), 1);
+    assert_eq!(r.engine, "guided");
+    // All suggested changes together, then each alone.
+    let mut all = subject.config.clone();
+    all.insert("act2", json!("softmax"));
+    all.insert("lr", json!(0.005));
+    assert_eq!(r.trials[1].config, all);
+    assert_eq!(changed(&subject, &r.trials[2]), keys(&["act2"]));
+    assert_eq!(changed(&subject, &r.trials[3]), keys(&["lr"]));
+    // Half the budget per phase; the second phase's repeat of the faulty config is dropped and
+    // its trials are renumbered after the first's (their seeds are the second phase's own).
+    assert_eq!(r.trials.len(), 19);
+    assert!(r.trials.iter().enumerate().all(|(i, t)| t.number == i));
+    assert_eq!(r.trials[10].seed, trial_seed(3 + 7919, 1));
+    // The first phase improved, so both phases search the suspected parameters (act2, plus lr
+    // that a suggestion names) only.
+    for t in &r.trials {
+        assert!(
+            changed(&subject, t).is_subset(&keys(&["act2", "lr"])),
+            "{t:?}"
+        );
+    }
+    assert!(r.best.as_ref().unwrap().value.unwrap() > 0.9);
+    // Both phases' trainings are counted, the dropped faulty repeat included.
+    let durations: f64 = r.trials.iter().map(|t| t.duration_s).sum();
+    assert!((r.spent_s - durations - r.trials[0].duration_s).abs() < 1e-9);
+    // Same seed, same proposals.
+    let again = run(&Synth::study(), &subject, Budget::Trials(20), 3, &suspects);
+    assert_eq!(again, r);
+}
+
+#[test]
+fn nothing_suspected_is_a_tpe_search_of_the_whole_space() {
+    let subject = study_subject(true);
+    let obj = Synth::study();
+    let r = run(&obj, &subject, Budget::Trials(20), 5, &[]);
+    let s = SearchSettings {
+        budget: Budget::Trials(10),
+        seed: 5 + 7919,
+        ..SearchSettings::default()
+    };
+    let tpe = block_on(search(
+        &Synth::study(),
+        &subject,
+        &mut TpeSampler::new(5 + 7919, subject.metric.goal),
+        &s,
+    ))
+    .unwrap();
+    assert_eq!(r.engine, "guided");
+    assert_eq!(r.trials, tpe.trials);
+    assert_eq!(r.best, tpe.best);
+    // A time budget is halved per phase as well: here one phase of 5 faulty trainings' time.
+    let t = run(&obj, &subject, Budget::TimeMultiple(10.0), 5, &[]);
+    assert_eq!(t.budget_s, Some(5.0 * t.trials[0].duration_s));
+}
+
+#[test]
+fn a_wrong_suspicion_is_widened_to_the_whole_space() {
+    // Only act2 matters, without noise: changing the optimizer never beats the faulty config.
+    let obj = Synth::new(|c, _, _| {
+        Some(if c.get("act2") == Some(&json!("softmax")) {
+            0.9
+        } else {
+            0.1
+        })
+    });
+    let subject = study_subject(true);
+    let traces = Cell::new(0);
+    let s = SearchSettings {
+        budget: Budget::Trials(40),
+        seed: 2,
+        ..SearchSettings::default()
+    };
+    let r = block_on(guided(&obj, &subject, &s, |subj, trace| {
+        // Localisation sees the subject and the faulty config's trace.
+        assert_eq!(subj.name, subject.name);
+        assert!(trace.finished && !trace.epochs.is_empty());
+        traces.set(traces.get() + 1);
+        vec![suspect("OCH", 0.9, None)]
+    }))
+    .unwrap();
+    assert_eq!(traces.get(), 1);
+    let (first, second) = r.trials.split_at(20);
+    for t in first {
+        assert!(
+            changed(&subject, t).is_subset(&keys(&["optimizer"])),
+            "{t:?}"
+        );
+    }
+    assert!(
+        second
+            .iter()
+            .any(|t| !changed(&subject, t).is_subset(&keys(&["optimizer"]))),
+        "the second phase searched the whole space"
+    );
+    assert!(
+        second
+            .iter()
+            .any(|t| t.config.get("act2") == Some(&json!("softmax")))
+    );
+    assert!(
+        r.best
+            .as_ref()
+            .is_some_and(|b| b.config.get("act2") == Some(&Value::from("softmax")))
+    );
+}
