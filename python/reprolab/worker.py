@@ -230,10 +230,16 @@ def _child_eval(req, workdir):
             sys.stderr.write(tb)
         except BaseException:
             pass
+        message = _safe_str(e)
+        if _SANDBOXED and isinstance(e, PermissionError):
+            message += (" [reprolab's sandbox: user code may write only its work directory "
+                        "(TMPDIR, reprolab.current_run()['workdir']); the subject directory, the "
+                        "store and the user's files are read-only; REPROLAB_NO_ISOLATION=1 "
+                        "turns the sandbox off]")
         record = {
             "status": "oom" if _is_oom(e) else "exception",
             "type": _type_name(e, module_name, stem),
-            "message": _safe_str(e),
+            "message": message,
             "traceback": tb,
         }
     try:

@@ -30,17 +30,25 @@ pub fn bar(len: u64, what: &str, json: bool) -> ProgressBar {
     pb
 }
 
-/// How often a job without a terminal says how far it is.
-const LOG_EVERY: Duration = Duration::from_secs(5);
+/// How often a job without a terminal says how far it is: 5 s, or `REPROLAB_PROGRESS_EVERY`
+/// seconds.
+fn log_every() -> Duration {
+    std::env::var("REPROLAB_PROGRESS_EVERY")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(Duration::from_secs(5), Duration::from_secs_f64)
+}
 
-/// Print `what pos/len (elapsed)` to stderr every [`LOG_EVERY`] while `pb` lives and moves on
+/// Print `what pos/len (elapsed)` to stderr every [`log_every`] while `pb` lives and moves on
 /// (a line only when something changed, so an idle wait does not flood a log).
 fn log_lines(pb: &ProgressBar, what: String) {
     let weak = pb.downgrade();
+    let every = log_every();
     std::thread::spawn(move || {
         let mut last = None;
         loop {
-            std::thread::sleep(LOG_EVERY);
+            std::thread::sleep(every);
             let Some(pb) = weak.upgrade() else { return };
             if pb.is_finished() {
                 return;

@@ -305,3 +305,39 @@ fn credentials_are_not_passed_even_when_asked_for() {
     let v = json(&out);
     assert_eq!(v["runs"][0]["outcome"]["search"], 0.0, "{v}");
 }
+
+#[test]
+fn long_runs_without_a_terminal_print_progress_lines() {
+    let root = tempfile::tempdir().unwrap();
+    let out = run(reprolab(root.path())
+        .env("REPROLAB_PROGRESS_EVERY", "0.2")
+        .args(["eval", "--runs", "3", "-j", "1"])
+        .arg(subject("cancer-binary")));
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cancer-binary: "), "{stderr}");
+    assert!(stderr.contains("/3 ("), "{stderr}");
+}
+
+#[test]
+fn a_refused_write_says_why() {
+    let root = tempfile::tempdir().unwrap();
+    if sandbox_info(root.path())["sandbox"]["landlock_abi"] == 0 {
+        return;
+    }
+    let subject = hostile_subject(root.path());
+    // A user program saving a checkpoint beside itself.
+    let text = std::fs::read_to_string(subject.join("train.py")).unwrap();
+    std::fs::write(
+        subject.join("train.py"),
+        text.replace(
+            "    if b == \"forks\":",
+            "    if b == \"forks\":\n        open(\"checkpoint.pt\", \"w\")",
+        ),
+    )
+    .unwrap();
+    let (code, v) = eval(root.path(), &subject, "forks", 1);
+    assert_eq!(code, Some(1), "{v}");
+    let message = v["runs"][0]["outcome"]["message"].as_str().unwrap();
+    assert!(message.contains("reprolab's sandbox"), "{message}");
+}
