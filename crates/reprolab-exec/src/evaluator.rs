@@ -1,22 +1,18 @@
 //! Evaluations with a memory: every finished evaluation goes into the store under a content hash
 //! of (subject code, config, seed, mode, environment), so that a repeated or resumed command
-//! never retrains what it already knows. Misses run in parallel on the warm pool (callable
-//! subjects) or as cold processes (command subjects).
+//! never retrains what it already knows. Misses go to an [`Executor`] (by default the local
+//! one: the warm pool for callable subjects, cold processes for command subjects).
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use reprolab_core::manifest::{Config, Entry, Subject};
+use reprolab_core::manifest::{Config, Subject};
 use reprolab_store::{EvaluationRecord, Store, StoreError};
 use sha2::{Digest, Sha256};
-use tokio::sync::{OnceCell, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::Mode;
 use crate::env::PythonEnv;
-use crate::pool::{Job, WorkerPool};
-use crate::result::Finished;
-use crate::script::run_command;
+use crate::executor::{EvalRequest, Executor, LocalExecutor};
 
 /// One evaluation as the caller sees it.
 #[derive(Debug, Clone)]
@@ -26,52 +22,53 @@ pub struct Evaluation {
     pub cached: bool,
 }
 
-struct Inner {
-    env: PythonEnv,
-    workers: usize,
-    pool: OnceCell<WorkerPool>,
-    script_slots: Semaphore,
-    scratch: PathBuf,
-}
-
 pub struct Evaluator {
-    inner: Arc<Inner>,
+    executor: Arc<dyn Executor>,
+    env: PythonEnv,
     store: Arc<Mutex<Store>>,
     read_cache: bool,
-    _scratch: crate::scratch::Scratch,
 }
 
 impl Evaluator {
-    /// `workers` parallel evaluations; `read_cache = false` retrains even what the store knows
-    /// (results are still written).
+    /// `workers` parallel evaluations on this machine ([`LocalExecutor`]); `read_cache = false`
+    /// retrains even what the store knows (results are still written).
     pub fn new(
         env: PythonEnv,
         store: Store,
         workers: usize,
         read_cache: bool,
     ) -> std::io::Result<Evaluator> {
-        let scratch = crate::scratch::Scratch::new("eval")?;
-        let workers = workers.max(1);
-        Ok(Evaluator {
-            inner: Arc::new(Inner {
-                env,
-                workers,
-                pool: OnceCell::new(),
-                script_slots: Semaphore::new(workers),
-                scratch: scratch.path().to_path_buf(),
-            }),
+        let local = LocalExecutor::new(env.clone(), workers)?;
+        Ok(Evaluator::with_executor(
+            Arc::new(local),
+            env,
+            store,
+            read_cache,
+        ))
+    }
+
+    /// The cache and the store in front of any executor. `env` identifies the environment the
+    /// executor trains in (its id is part of every cache key).
+    pub fn with_executor(
+        executor: Arc<dyn Executor>,
+        env: PythonEnv,
+        store: Store,
+        read_cache: bool,
+    ) -> Evaluator {
+        Evaluator {
+            executor,
+            env,
             store: Arc::new(Mutex::new(store)),
             read_cache,
-            _scratch: scratch,
-        })
+        }
     }
 
     pub fn env(&self) -> &PythonEnv {
-        &self.inner.env
+        &self.env
     }
 
     pub fn workers(&self) -> usize {
-        self.inner.workers
+        self.executor.parallelism()
     }
 
     /// The store, for commands that record more than evaluations.
@@ -81,7 +78,7 @@ impl Evaluator {
 
     /// Start the warm workers now, so their torch imports overlap with other work.
     pub async fn warm_up(&self) {
-        self.inner.pool().await;
+        self.executor.warm_up().await;
     }
 
     /// The cache key of one evaluation.
@@ -92,7 +89,7 @@ impl Evaluator {
             &config.canonical_json(),
             &seed.to_string(),
             mode.as_str(),
-            &self.inner.env.id,
+            &self.env.id,
         ] {
             h.update((part.len() as u64).to_le_bytes());
             h.update(part.as_bytes());
@@ -137,15 +134,16 @@ impl Evaluator {
                     continue;
                 }
             }
-            let inner = self.inner.clone();
-            let (entry, dir, limits) = (subject.entry.clone(), subject.dir.clone(), subject.limits);
-            let config_json = serde_json::Value::Object(config.0.clone());
-            tasks.spawn(async move {
-                let finished = inner
-                    .evaluate(&entry, dir, config_json, seed, mode, limits)
-                    .await;
-                (i, key, seed, finished)
-            });
+            let executor = self.executor.clone();
+            let request = EvalRequest {
+                subject_dir: subject.dir.clone(),
+                entry: subject.entry.clone(),
+                config: serde_json::Value::Object(config.0.clone()),
+                seed,
+                mode,
+                limits: subject.limits,
+            };
+            tasks.spawn(async move { (i, key, seed, executor.run(request).await) });
         }
         while let Some(joined) = tasks.join_next().await {
             let (i, key, seed, finished) = joined.map_err(|e| EvalError::Task(e.to_string()))?;
@@ -178,77 +176,7 @@ impl Evaluator {
 
     /// Stop the workers.
     pub async fn shutdown(self) {
-        if let Ok(inner) = Arc::try_unwrap(self.inner)
-            && let Some(pool) = inner.pool.into_inner()
-        {
-            pool.shutdown().await;
-        }
-    }
-}
-
-impl Inner {
-    async fn pool(&self) -> &WorkerPool {
-        self.pool
-            .get_or_init(|| async {
-                WorkerPool::start(self.env.clone(), self.workers, self.scratch.join("pool"))
-            })
-            .await
-    }
-
-    async fn evaluate(
-        &self,
-        entry: &Entry,
-        dir: PathBuf,
-        config: serde_json::Value,
-        seed: u64,
-        mode: Mode,
-        limits: reprolab_core::manifest::Limits,
-    ) -> Finished {
-        match entry {
-            Entry::Callable { file, function } => {
-                let job = Job {
-                    subject_dir: dir,
-                    entry: format!("{file}:{function}"),
-                    config,
-                    seed,
-                    mode,
-                    limits,
-                };
-                self.pool().await.eval(job).await
-            }
-            Entry::Command { template } => {
-                let _slot = self
-                    .script_slots
-                    .acquire()
-                    .await
-                    .expect("semaphore never closed");
-                let workdir = tempfile::Builder::new()
-                    .prefix("s")
-                    .tempdir_in(&self.scratch)
-                    .or_else(|_| {
-                        std::fs::create_dir_all(&self.scratch)?;
-                        tempfile::Builder::new()
-                            .prefix("s")
-                            .tempdir_in(&self.scratch)
-                    });
-                match workdir {
-                    Ok(w) => {
-                        run_command(
-                            &self.env,
-                            &dir,
-                            template,
-                            &config,
-                            seed,
-                            mode,
-                            &limits,
-                            w.path(),
-                        )
-                        .await
-                    }
-                    Err(e) => crate::worker::infra(format!("cannot create a work directory: {e}")),
-                }
-            }
-        }
+        self.executor.shutdown().await;
     }
 }
 
@@ -264,4 +192,86 @@ pub enum EvalError {
     },
     #[error("an evaluation task failed: {0}")]
     Task(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::Finished;
+    use reprolab_core::Outcome;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// An executor that trains nothing: metric = seed / 100, counting the requests it gets.
+    struct Arithmetic(AtomicUsize);
+
+    #[async_trait::async_trait]
+    impl Executor for Arithmetic {
+        async fn run(&self, request: EvalRequest) -> Finished {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            let x = request.seed as f64 / 100.0;
+            Finished {
+                outcome: Outcome::Ok {
+                    search: x,
+                    holdout: x,
+                },
+                epochs: Vec::new(),
+                output_tail: String::new(),
+                duration_s: 0.0,
+            }
+        }
+
+        fn parallelism(&self) -> usize {
+            3
+        }
+    }
+
+    #[tokio::test]
+    async fn any_executor_gets_the_cache_and_the_store_in_front() {
+        let dir = tempfile::tempdir().unwrap();
+        let subject = Subject::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../subjects/cancer-binary"),
+        )
+        .unwrap();
+        let env = PythonEnv {
+            python: "python3".into(),
+            root: None,
+            python_version: "3.11".into(),
+            pythonpath: None,
+            id: "test".into(),
+        };
+        let executor = Arc::new(Arithmetic(AtomicUsize::new(0)));
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        let ev = Evaluator::with_executor(executor.clone(), env, store, true);
+        assert_eq!(ev.workers(), 3);
+        let mut seen = 0;
+        for round in 0..2 {
+            let evals = ev
+                .run(
+                    &subject,
+                    &subject.config,
+                    &[1, 2, 3],
+                    Mode::Eval,
+                    &mut |_| seen += 1,
+                )
+                .await
+                .unwrap();
+            let metrics: Vec<f64> = evals
+                .iter()
+                .map(|e| {
+                    e.record
+                        .outcome
+                        .metric(reprolab_core::Split::Search)
+                        .unwrap()
+                })
+                .collect();
+            assert_eq!(metrics, [0.01, 0.02, 0.03]);
+            assert!(evals.iter().all(|e| e.cached == (round == 1)));
+        }
+        assert_eq!(seen, 6);
+        assert_eq!(
+            executor.0.load(Ordering::Relaxed),
+            3,
+            "the second round came from the store"
+        );
+    }
 }

@@ -4,6 +4,7 @@
 
 pub mod env;
 pub mod evaluator;
+pub mod executor;
 pub mod landlock;
 pub mod pool;
 pub mod proctree;
@@ -17,6 +18,7 @@ pub mod worker;
 
 pub use env::{EnvOptions, PythonEnv};
 pub use evaluator::{EvalError, Evaluation, Evaluator};
+pub use executor::{EvalRequest, Executor, LocalExecutor};
 pub use result::Finished;
 
 /// What a training is asked to do.

@@ -32,8 +32,9 @@ struct Queued {
 }
 
 pub struct WorkerPool {
-    tx: mpsc::UnboundedSender<Queued>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// `None` once stopped.
+    tx: std::sync::Mutex<Option<mpsc::UnboundedSender<Queued>>>,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     size: usize,
 }
 
@@ -51,7 +52,11 @@ impl WorkerPool {
                 tokio::spawn(async move { serve(slot, env, rx, scratch, counter).await })
             })
             .collect();
-        WorkerPool { tx, tasks, size }
+        WorkerPool {
+            tx: std::sync::Mutex::new(Some(tx)),
+            tasks: Mutex::new(tasks),
+            size,
+        }
     }
 
     pub fn size(&self) -> usize {
@@ -61,17 +66,23 @@ impl WorkerPool {
     /// Run one evaluation (queued behind others when all workers are busy).
     pub async fn eval(&self, job: Job) -> Finished {
         let (reply, rx) = oneshot::channel();
-        if self.tx.send(Queued { job, reply }).is_err() {
+        let sent = match self.tx.lock().unwrap().as_ref() {
+            Some(tx) => tx.send(Queued { job, reply }).is_ok(),
+            None => false,
+        };
+        if !sent {
             return infra("the worker pool has shut down".into());
         }
         rx.await
             .unwrap_or_else(|_| infra("a worker task ended without an answer".into()))
     }
 
-    /// Stop all workers cleanly.
-    pub async fn shutdown(self) {
-        drop(self.tx);
-        for t in self.tasks {
+    /// Stop all workers cleanly (after the evaluations already queued); later evaluations get
+    /// an `infra` outcome.
+    pub async fn stop(&self) {
+        drop(self.tx.lock().unwrap().take());
+        let tasks = std::mem::take(&mut *self.tasks.lock().await);
+        for t in tasks {
             let _ = t.await;
         }
     }

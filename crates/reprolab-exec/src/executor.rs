@@ -1,0 +1,151 @@
+//! Where evaluations run, behind one interface: [`Executor`]. The [`Evaluator`] puts the
+//! evaluation cache in front of whichever executor it is given and writes every finished
+//! evaluation to the store, so an executor only runs what it is asked. [`LocalExecutor`] (the
+//! default) runs callable subjects on the warm worker pool and command subjects as cold
+//! sandboxed processes; a distributed backend (Ray) implements the same trait.
+//!
+//! [`Evaluator`]: crate::Evaluator
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use reprolab_core::manifest::{Entry, Limits};
+use tokio::sync::{OnceCell, Semaphore};
+
+use crate::Mode;
+use crate::env::PythonEnv;
+use crate::pool::{Job, WorkerPool};
+use crate::result::Finished;
+use crate::scratch::Scratch;
+use crate::script::run_command;
+use crate::worker::infra;
+
+/// One evaluation to run: a subject's entry with a config and a seed, under limits.
+#[derive(Debug, Clone)]
+pub struct EvalRequest {
+    pub subject_dir: PathBuf,
+    pub entry: Entry,
+    pub config: serde_json::Value,
+    pub seed: u64,
+    pub mode: Mode,
+    pub limits: Limits,
+}
+
+/// Runs evaluations. Every failure of the subject or of the machinery is a [`Finished`] with
+/// its outcome (`infra` for the executor's own), never an error: a caller always gets a result
+/// to record. Cancelling is dropping the future: the result is discarded (the local executor
+/// lets an evaluation that already started run to its end under its limits).
+#[async_trait]
+pub trait Executor: Send + Sync {
+    /// Run one evaluation (queued behind others when all slots are busy).
+    async fn run(&self, request: EvalRequest) -> Finished;
+
+    /// How many evaluations run at once.
+    fn parallelism(&self) -> usize;
+
+    /// Start workers now, so their start-up overlaps with the caller's other work.
+    async fn warm_up(&self) {}
+
+    /// Stop workers cleanly (the executor is not used afterwards).
+    async fn shutdown(&self) {}
+}
+
+/// The local machine: a warm worker pool for callable subjects, cold processes for command
+/// subjects, `parallelism` at a time each, in a scratch directory that does not outlive it.
+pub struct LocalExecutor {
+    env: PythonEnv,
+    workers: usize,
+    pool: OnceCell<WorkerPool>,
+    pool_stopped: tokio::sync::Mutex<bool>,
+    script_slots: Semaphore,
+    scratch: Scratch,
+}
+
+impl LocalExecutor {
+    pub fn new(env: PythonEnv, workers: usize) -> std::io::Result<LocalExecutor> {
+        let workers = workers.max(1);
+        Ok(LocalExecutor {
+            env,
+            workers,
+            pool: OnceCell::new(),
+            pool_stopped: tokio::sync::Mutex::new(false),
+            script_slots: Semaphore::new(workers),
+            scratch: Scratch::new("eval")?,
+        })
+    }
+
+    async fn pool(&self) -> &WorkerPool {
+        self.pool
+            .get_or_init(|| async {
+                WorkerPool::start(
+                    self.env.clone(),
+                    self.workers,
+                    self.scratch.path().join("pool"),
+                )
+            })
+            .await
+    }
+
+    async fn run_script(&self, template: &str, request: &EvalRequest) -> Finished {
+        let _slot = self
+            .script_slots
+            .acquire()
+            .await
+            .expect("semaphore never closed");
+        let workdir = tempfile::Builder::new()
+            .prefix("s")
+            .tempdir_in(self.scratch.path());
+        match workdir {
+            Ok(w) => {
+                run_command(
+                    &self.env,
+                    &request.subject_dir,
+                    template,
+                    &request.config,
+                    request.seed,
+                    request.mode,
+                    &request.limits,
+                    w.path(),
+                )
+                .await
+            }
+            Err(e) => infra(format!("cannot create a work directory: {e}")),
+        }
+    }
+}
+
+#[async_trait]
+impl Executor for LocalExecutor {
+    async fn run(&self, request: EvalRequest) -> Finished {
+        match &request.entry {
+            Entry::Callable { file, function } => {
+                let job = Job {
+                    subject_dir: request.subject_dir.clone(),
+                    entry: format!("{file}:{function}"),
+                    config: request.config.clone(),
+                    seed: request.seed,
+                    mode: request.mode,
+                    limits: request.limits,
+                };
+                self.pool().await.eval(job).await
+            }
+            Entry::Command { template } => self.run_script(template, &request).await,
+        }
+    }
+
+    fn parallelism(&self) -> usize {
+        self.workers
+    }
+
+    async fn warm_up(&self) {
+        self.pool().await;
+    }
+
+    async fn shutdown(&self) {
+        let mut stopped = self.pool_stopped.lock().await;
+        if !*stopped && let Some(pool) = self.pool.get() {
+            pool.stop().await;
+        }
+        *stopped = true;
+    }
+}
