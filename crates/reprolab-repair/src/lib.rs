@@ -17,6 +17,8 @@
 //! * [`mod@validate`]: [`validate()`] a patch on the holdout split (significance, IR, AJ, complexity).
 //! * [`mod@minimize`]: [`minimize()`] a patch with Zeller's ddmin.
 //! * [`metrics`]: [`patch_diff`], [`ir`], [`complexity`], [`asymmetric_jaccard`].
+//! * [`mod@run`]: one whole [`repair()`] with any [`Engine`]: time reference, search,
+//!   validation, minimisation (what `reprolab repair` and `bench repair` run).
 //!
 //! Depends on `reprolab-core`, `reprolab-search`, `reprolab-stats` and `reprolab-llm`; not on
 //! the executor (the binary wires it as the objective) nor on `reprolab-localize` (the guided
@@ -27,6 +29,7 @@ pub mod llm;
 pub mod metrics;
 pub mod minimize;
 pub mod rules;
+pub mod run;
 pub mod validate;
 
 #[cfg(test)]
@@ -38,6 +41,7 @@ pub use guided::guided;
 pub use metrics::{asymmetric_jaccard, changed_types, complexity, gt_types, ir, patch_diff};
 pub use minimize::{DdTest, Minimized, minimize};
 pub use rules::{Attempt, Fix, RulesResult, fixes, rules};
+pub use run::{Engine, LlmRun, MinimizedRun, RepairRun, RepairSpec, repair};
 pub use validate::{Group, Validation, validate};
 
 /// Why a repair could not run.

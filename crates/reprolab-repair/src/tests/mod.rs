@@ -3,6 +3,7 @@
 mod guided;
 mod judge;
 mod repair_rules;
+mod run;
 
 pub use reprolab_search::Trace;
 pub use reprolab_search::testing::*;

@@ -11,12 +11,13 @@ use reprolab_bench::repair::{self as bench, CellId, RepairOutcome, Row, Setup};
 use reprolab_core::manifest::Subject;
 use reprolab_search::Budget;
 
-use super::repair::{RepairSpec, repair_once};
+use super::repair::repair_once;
 use super::serde_name;
 use crate::cli::{BenchRepairArgs, Global};
 use crate::context;
 use crate::progress;
 use crate::trainer::EvalTrainer;
+use reprolab_repair::RepairSpec;
 
 pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
     if a.repeats == 0 || a.runs < 2 {
@@ -80,7 +81,7 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
                     pb.set_message(key.clone());
                     let trainer = EvalTrainer::new(&ev, &subject, progress::bar(0, "", true));
                     let spec = RepairSpec {
-                        engine,
+                        engine: engine.into(),
                         budget: *budget,
                         seed: repeat as u64,
                         runs: a.runs,

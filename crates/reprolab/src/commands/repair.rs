@@ -1,15 +1,14 @@
 //! `reprolab repair`: search a patch with one engine, validate it on the holdout split, and
-//! optionally minimise it. `repair_once` is shared with `bench repair`.
+//! optionally minimise it (`reprolab_repair::repair`, with the real localisation wired in by
+//! `repair_once`, which `bench repair` shares).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
-use reprolab_core::Split;
 use reprolab_core::manifest::Subject;
-use reprolab_repair::{self as repair, Minimized, RulesResult, Validation};
-use reprolab_search::{self as search, Budget, Objective, SearchResult, SearchSettings};
-use serde::Serialize;
+use reprolab_repair::{self as repair, Engine, LlmRun, RepairRun, RepairSpec, Validation};
+use reprolab_search::{self as search, Budget};
 use serde_json::json;
 
 use crate::cli::{EngineArg, Global, RepairArgs};
@@ -18,208 +17,32 @@ use crate::progress;
 use crate::table::{num, render};
 use crate::trainer::EvalTrainer;
 
-/// Everything one repair produced.
-#[derive(Debug, Serialize)]
-pub struct RepairRun {
-    pub engine: EngineArg,
-    /// The faulty config's mean training time that the budget multiplies.
-    pub time_ref_s: f64,
-    pub search: SearchResult,
-    /// What the rules engine saw and tried.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rules: Option<RulesResult>,
-    /// The validation of the best patch; `None` when the search found nothing better than the
-    /// faulty config.
-    pub validation: Option<Validation>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub minimized: Option<MinimizedRun>,
-    /// The LLM engines' answers and what became of each.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub llm: Option<LlmRun>,
+impl From<EngineArg> for Engine {
+    fn from(e: EngineArg) -> Engine {
+        match e {
+            EngineArg::Random => Engine::Random,
+            EngineArg::Tpe => Engine::Tpe,
+            EngineArg::Bohb => Engine::Bohb,
+            EngineArg::Rules => Engine::Rules,
+            EngineArg::Guided => Engine::Guided,
+            EngineArg::Llm => Engine::Llm,
+            EngineArg::LlmRefine => Engine::LlmRefine,
+        }
+    }
 }
 
-#[derive(Debug, Serialize)]
-pub struct LlmRun {
-    pub suggestions: Vec<repair::llm::Suggestion>,
-    /// Why the model stopped being asked early, if it did.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct MinimizedRun {
-    pub result: Minimized,
-    pub validation: Validation,
-}
-
-pub struct RepairSpec {
-    pub engine: EngineArg,
-    pub budget: Budget,
-    pub seed: u64,
-    pub runs: usize,
-    pub minimize: bool,
-    pub stop_at: Option<f64>,
-    pub parallel: usize,
-    /// The model of the LLM engines, and how they ask it.
-    pub llm: Option<std::sync::Arc<dyn reprolab_llm::ChatModel>>,
-    pub llm_options: repair::llm::LlmRepairOptions,
-}
-
-fn err(e: impl std::fmt::Display) -> anyhow::Error {
-    anyhow!("{e}")
-}
-
-/// Search, validate, minimise.
+/// One repair of `subject` with the real localisation engines (static rules and dynamic
+/// monitors over the trace) for the engines that use localisation.
 pub async fn repair_once(
     obj: &EvalTrainer<'_>,
     subject: &Subject,
     spec: &RepairSpec,
 ) -> Result<RepairRun> {
-    // The faulty config's validation runs double as the budget's time reference (and are cached
-    // for the validation below).
-    let seeds: Vec<u64> = (0..spec.runs as u64).collect();
-    let faulty = obj
-        .evaluate(&subject.config, &seeds, Split::Holdout, None)
-        .await
-        .map_err(|e| anyhow!(e))?;
-    let time_ref_s = faulty.iter().map(|(_, d)| d).sum::<f64>() / faulty.len().max(1) as f64;
-    let settings = SearchSettings {
-        budget: spec.budget,
-        seed: spec.seed,
-        stop_at: spec.stop_at,
-        parallel: spec.parallel,
-        time_ref_s: Some(time_ref_s),
-    };
-    let mut llm = None;
-    let (search, rules) = match spec.engine {
-        EngineArg::Random => (
-            search::search(
-                obj,
-                subject,
-                &mut search::RandomSampler::new(spec.seed),
-                &settings,
-            )
-            .await
-            .map_err(err)?,
-            None,
-        ),
-        EngineArg::Tpe => (
-            search::search(
-                obj,
-                subject,
-                &mut search::TpeSampler::new(spec.seed, subject.metric.goal),
-                &settings,
-            )
-            .await
-            .map_err(err)?,
-            None,
-        ),
-        EngineArg::Bohb => (
-            search::bohb(obj, subject, &settings).await.map_err(err)?,
-            None,
-        ),
-        EngineArg::Rules => {
-            let r = repair::rules(obj, subject, &settings).await.map_err(err)?;
-            (r.result.clone(), Some(r))
-        }
-        EngineArg::Guided => (
-            repair::guided(obj, subject, &settings, |s, trace| {
-                reprolab_localize::localize(s, &s.config, Some(&trace.epochs))
-            })
-            .await
-            .map_err(err)?,
-            None,
-        ),
-        EngineArg::Llm | EngineArg::LlmRefine => {
-            let model = spec
-                .llm
-                .as_deref()
-                .ok_or_else(|| anyhow!("the {:?} engine needs a model: pass --llm", spec.engine))?;
-            let refine = spec.engine == EngineArg::LlmRefine;
-            let localisation = if refine {
-                Some(localisation_text(obj, subject, settings.seed).await?)
-            } else {
-                None
-            };
-            let opts = repair::llm::LlmRepairOptions {
-                rounds: if refine {
-                    spec.llm_options.rounds.max(2)
-                } else {
-                    1
-                },
-                ..spec.llm_options.clone()
-            };
-            let r = repair::llm::llm_repair(
-                obj,
-                subject,
-                model,
-                &settings,
-                &opts,
-                localisation.as_deref(),
-            )
-            .await
-            .map_err(err)?;
-            llm = Some(LlmRun {
-                suggestions: r.suggestions,
-                error: r.llm_error,
-            });
-            (r.search, None)
-        }
-    };
-    let validation = match search.patch() {
-        Some(patch) => Some(
-            repair::validate(obj, subject, patch, spec.runs)
-                .await
-                .map_err(err)?,
-        ),
-        None => None,
-    };
-    let minimized = match (&validation, search.patch()) {
-        (Some(v), Some(patch)) if spec.minimize && v.significant && v.changed.len() > 1 => {
-            let result = repair::minimize(obj, subject, patch, spec.runs)
-                .await
-                .map_err(err)?;
-            let validation = repair::validate(obj, subject, &result.patch, spec.runs)
-                .await
-                .map_err(err)?;
-            Some(MinimizedRun { result, validation })
-        }
-        _ => None,
-    };
-    Ok(RepairRun {
-        engine: spec.engine,
-        time_ref_s,
-        search,
-        rules,
-        validation,
-        minimized,
-        llm,
+    repair::repair(obj, subject, spec, |s, trace| {
+        reprolab_localize::localize(s, &s.config, Some(&trace.epochs))
     })
-}
-
-/// What `llm-refine` tells the model of localisation: the static and dynamic engines' ranked
-/// suspects (one traced training), one per line.
-async fn localisation_text(obj: &EvalTrainer<'_>, subject: &Subject, seed: u64) -> Result<String> {
-    let trace = obj
-        .trace(&subject.config, seed)
-        .await
-        .map_err(|e| anyhow!(e))?;
-    let suspects = reprolab_localize::localize(subject, &subject.config, Some(&trace.epochs));
-    Ok(suspects
-        .iter()
-        .take(8)
-        .map(|s| {
-            let mut line = format!(
-                "- {} (confidence {:.2}): {}",
-                s.label, s.confidence, s.evidence
-            );
-            if let Some(sug) = &s.suggestion {
-                line.push_str(&format!("; suggested: {sug}"));
-            }
-            line
-        })
-        .collect::<Vec<_>>()
-        .join("\n"))
+    .await
+    .map_err(|e| anyhow!("{e}"))
 }
 
 fn patch_path(a: &RepairArgs, subject: &Subject) -> PathBuf {
@@ -318,7 +141,7 @@ pub async fn run(g: &Global, a: &RepairArgs) -> Result<ExitCode> {
     let pb = progress::bar(0, "repair", g.json);
     let trainer = EvalTrainer::new(&ev, &subject, pb.clone());
     let spec = RepairSpec {
-        engine: a.engine,
+        engine: a.engine.into(),
         budget,
         seed: a.seed,
         runs: a.runs,
