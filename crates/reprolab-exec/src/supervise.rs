@@ -1,6 +1,7 @@
-//! The watchdog around one running evaluation: wall time, memory of its process tree (PSS) and
-//! the size of its output, checked every 100 ms. Past a limit the tree gets SIGTERM, then
-//! SIGKILL after a grace period.
+//! The watchdog around one running evaluation: wall time, memory of its process tree and the
+//! size of its output, checked every 100 ms. Memory is read as RSS (an upper bound) at every
+//! look and as PSS only when that bound passes the limit ([`Tree::memory_mb_against`]). Past a
+//! limit the tree gets SIGTERM, then SIGKILL after a grace period.
 
 use std::future::Future;
 use std::path::Path;

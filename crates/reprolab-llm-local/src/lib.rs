@@ -10,8 +10,8 @@
 //! # Ok::<(), reprolab_llm_local::LocalError>(())
 //! ```
 //!
-//! This crate depends on nothing else of reprolab's; `reprolab-llm` adapts it to its
-//! `ChatModel` trait.
+//! Of reprolab's crates it depends only on `reprolab-rng` (its sampling stream); the binary
+//! (`crates/reprolab/src/llm_local.rs`) adapts it to `reprolab-llm`'s `ChatModel` trait.
 
 mod context;
 mod error;
