@@ -256,7 +256,7 @@ impl Inner {
 pub enum EvalError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("cannot read the subject's files in {dir}: {source}")]
+    #[error("cannot read the subject's files in {dir}")]
     Source {
         dir: String,
         #[source]
