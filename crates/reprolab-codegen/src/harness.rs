@@ -97,7 +97,7 @@ pub enum HarnessError {
     Store(#[from] StoreError),
     #[error("{0}")]
     Helper(String),
-    #[error("cannot read the repository of task {task}: {source}")]
+    #[error("cannot read the repository of task {task}")]
     Repository {
         task: String,
         #[source]

@@ -18,7 +18,7 @@ pub enum ManifestError {
     )]
     NotFound { path: PathBuf },
     /// The manifest exists but could not be read.
-    #[error("{}: cannot read: {source}", path.display())]
+    #[error("{}: cannot read", path.display())]
     Read {
         path: PathBuf,
         #[source]
@@ -283,5 +283,39 @@ mod tests {
         );
         assert!(e.has(IssueKind::InvalidValue));
         assert!(e.issue_at("task").is_some());
+    }
+}
+
+/// `error` and its causes on one line, `": "`-separated, the way `{:#}` shows an
+/// `anyhow::Error`: for where a typed error must become a `String` without losing the cause
+/// that its own message no longer repeats.
+pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut shown = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        shown.push_str(": ");
+        shown.push_str(&c.to_string());
+        cause = c.source();
+    }
+    shown
+}
+
+#[cfg(test)]
+mod chain_tests {
+    use super::*;
+
+    #[test]
+    fn the_cause_is_shown_once() {
+        let e = ManifestError::Read {
+            path: PathBuf::from("x/reprolab.toml"),
+            source: io::Error::from(io::ErrorKind::NotFound),
+        };
+        let os = io::Error::from(io::ErrorKind::NotFound).to_string();
+        let shown = chain(&e);
+        assert_eq!(shown.matches(&os).count(), 1, "{shown}");
+        assert!(
+            shown.starts_with("x/reprolab.toml: cannot read: "),
+            "{shown}"
+        );
     }
 }

@@ -29,7 +29,7 @@ pub mod suspect;
 pub mod symptoms;
 
 pub use config::Config;
-pub use error::{Issue, IssueKind, ManifestError, Position};
+pub use error::{Issue, IssueKind, ManifestError, Position, chain};
 pub use fault::{FaultLabel, FaultType, ParseFaultError, normalize_type};
 pub use manifest::{
     Dataset, Entry, Fix, Framework, Goal, Limits, MANIFEST_FILE, Metric, PLACEHOLDERS, Subject,

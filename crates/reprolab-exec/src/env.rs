@@ -28,7 +28,7 @@ pub enum EnvError {
         step: String,
         log: String,
     },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: String,
         #[source]

@@ -184,7 +184,7 @@ impl Evaluator {
 pub enum EvalError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("cannot read the subject's files in {dir}: {source}")]
+    #[error("cannot read the subject's files in {dir}")]
     Source {
         dir: String,
         #[source]

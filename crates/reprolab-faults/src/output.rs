@@ -143,11 +143,11 @@ impl FaultRecord {
 /// Why a benchmark directory cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchmarkError {
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io { path: PathBuf, source: io::Error },
     #[error("{}: not a valid manifest: {message}", path.display())]
     Manifest { path: PathBuf, message: String },
-    #[error("{}: not a valid fault record: {source}", path.display())]
+    #[error("{}: not a valid fault record", path.display())]
     FaultJson {
         path: PathBuf,
         source: serde_json::Error,
@@ -280,7 +280,11 @@ pub fn write_mutants(
         let loaded = Subject::load(&dir).map_err(|e| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("the written mutant {} does not load:\n{e}", dir.display()),
+                format!(
+                    "the written mutant {} does not load:\n{}",
+                    dir.display(),
+                    reprolab_core::chain(&e)
+                ),
             )
         })?;
         debug_assert_eq!(loaded.config, mutant);

@@ -28,7 +28,7 @@ pub enum LocalError {
     Wheel { wheel: PathBuf, detail: String },
 
     /// Reading or writing a file failed.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         #[source]
@@ -69,7 +69,7 @@ pub enum LocalError {
     },
 
     /// The forward pass failed inside candle.
-    #[error("inference with {model}: {source}")]
+    #[error("inference with {model}")]
     Inference {
         model: String,
         #[source]

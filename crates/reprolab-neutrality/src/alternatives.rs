@@ -87,12 +87,12 @@ pub struct Table4 {
 /// Why `alternatives.json` could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum AlternativesError {
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}: not a valid alternatives file: {source}", path.display())]
+    #[error("{}: not a valid alternatives file", path.display())]
     Json {
         path: PathBuf,
         source: serde_json::Error,

@@ -124,7 +124,7 @@ pub enum StoreError {
     )]
     TooNew { path: PathBuf, found: i64 },
     /// SQLite reports the file as damaged.
-    #[error("store {}: database is corrupt while {what}: {source}", path.display())]
+    #[error("store {}: database is corrupt while {what}", path.display())]
     Corrupt {
         path: PathBuf,
         what: String,
@@ -141,14 +141,14 @@ pub enum StoreError {
     #[error("store {}: no run with id {run_id}", path.display())]
     NoSuchRun { path: PathBuf, run_id: i64 },
     /// Creating the state directory failed.
-    #[error("store {}: cannot create directory {}: {source}", path.display(), dir.display())]
+    #[error("store {}: cannot create directory {}", path.display(), dir.display())]
     CreateDir {
         path: PathBuf,
         dir: PathBuf,
         source: std::io::Error,
     },
     /// Any other SQLite failure.
-    #[error("store {}: {what} failed: {source}", path.display())]
+    #[error("store {}: {what} failed", path.display())]
     Sqlite {
         path: PathBuf,
         what: String,

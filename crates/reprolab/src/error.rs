@@ -147,6 +147,15 @@ mod tests {
     use anyhow::{Context, anyhow};
 
     #[test]
+    fn an_io_cause_is_shown_once_by_the_alternate_format() {
+        let missing = std::env::temp_dir().join("reprolab-no-such-benchmark-dir");
+        let e = reprolab_faults::read_benchmark(&missing).unwrap_err();
+        let shown = format!("{:#}", anyhow::Error::from(e));
+        assert_eq!(shown.matches("(os error").count(), 1, "{shown}");
+        assert!(shown.contains("reprolab-no-such-benchmark-dir"), "{shown}");
+    }
+
+    #[test]
     fn typed_errors_and_markers_decide_the_kind() {
         let store = StoreError::Locked {
             path: "s.db".into(),

@@ -79,9 +79,12 @@ impl ChatModel for Local {
                     seed: req.seed.unwrap_or(0).wrapping_add(i as u64),
                     top_p: 0.95,
                 };
-                let g = model
-                    .chat(&messages, &opts)
-                    .map_err(|e| LlmError::BadResponse(format!("local model {name}: {e}")))?;
+                let g = model.chat(&messages, &opts).map_err(|e| {
+                    LlmError::BadResponse(format!(
+                        "local model {name}: {}",
+                        reprolab_core::chain(&e)
+                    ))
+                })?;
                 usage.prompt_tokens += g.prompt_tokens;
                 usage.completion_tokens += g.completion_tokens;
                 choices.push(Choice {
@@ -124,7 +127,7 @@ fn weights(spec: &str) -> Result<PathBuf, LlmError> {
         return ensure_weights(known, &models_dir(), Path::new(&python), &|m| {
             eprintln!("local model: {m}")
         })
-        .map_err(|e| LlmError::Config(e.to_string()));
+        .map_err(|e| LlmError::Config(reprolab_core::chain(&e)));
     }
     let path = PathBuf::from(spec);
     if path.is_file() {
@@ -139,8 +142,13 @@ fn weights(spec: &str) -> Result<PathBuf, LlmError> {
 /// Loads `local:SPEC`.
 pub fn open(spec: &str) -> Result<Arc<dyn ChatModel>, LlmError> {
     let path = weights(spec)?;
-    let model = LocalModel::load(&path)
-        .map_err(|e| LlmError::Config(format!("cannot load {}: {e}", path.display())))?;
+    let model = LocalModel::load(&path).map_err(|e| {
+        LlmError::Config(format!(
+            "cannot load {}: {}",
+            path.display(),
+            reprolab_core::chain(&e)
+        ))
+    })?;
     let name = spec.to_string();
     Ok(Arc::new(Local {
         name,
