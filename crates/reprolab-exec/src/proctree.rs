@@ -214,18 +214,24 @@ mod tests {
         .unwrap();
     }
 
+    /// A process that wrote 64 MB and then forked `n` children that only sleep, ready.
+    fn sharing_forks(n: usize) -> std::process::Child {
+        let mut child = python(&format!(
+            "import os, time\n\
+             b = bytearray(64 * 2**20)\n\
+             for _ in range({n}):\n\
+             \x20   if os.fork() == 0:\n\
+             \x20       time.sleep(30); os._exit(0)\n\
+             print('ok', flush=True); time.sleep(30)"
+        ));
+        wait_line(&mut child);
+        child
+    }
+
     #[test]
     fn forks_sharing_pages_count_once() {
         // 64 MB written, then 8 forks that only sleep: RSS would count ~9 x 64 MB, PSS ~64 MB.
-        let mut child = python(
-            "import os, time\n\
-             b = bytearray(64 * 2**20)\n\
-             for _ in range(8):\n\
-             \x20   if os.fork() == 0:\n\
-             \x20       time.sleep(30); os._exit(0)\n\
-             print('ok', flush=True); time.sleep(30)",
-        );
-        wait_line(&mut child);
+        let mut child = sharing_forks(8);
         let tree = Tree::whole(child.id() as i32);
         let kids = descendants(tree.root).len();
         let mb = tree.memory_mb();
@@ -238,15 +244,7 @@ mod tests {
 
     #[test]
     fn the_cheap_bound_is_used_below_the_limit_and_pss_above_it() {
-        let mut child = python(
-            "import os, time\n\
-             b = bytearray(64 * 2**20)\n\
-             for _ in range(4):\n\
-             \x20   if os.fork() == 0:\n\
-             \x20       time.sleep(30); os._exit(0)\n\
-             print('ok', flush=True); time.sleep(30)",
-        );
-        wait_line(&mut child);
+        let mut child = sharing_forks(4);
         let tree = Tree::whole(child.id() as i32);
         // RSS counts the 64 MB five times; PSS once.
         let bound = tree.memory_mb_against(u64::MAX);

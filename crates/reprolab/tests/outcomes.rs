@@ -85,9 +85,19 @@ fn plain_scripts_get_the_same_outcomes() {
 fn subject_code_sees_no_credentials() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config_file(tmp.path(), "c.json", json!({ "behavior": "secrets" }));
+    // Credentials are not passed even when REPROLAB_PASS_ENV asks for them: by word, by
+    // `_`-segment, or by a value that is a URL with a password.
     let out = run(reprolab(tmp.path())
         .env("OPENAI_API_KEY", "sk-test")
         .env("GITHUB_TOKEN", "t")
+        .env(
+            "REPROLAB_PASS_ENV",
+            "DATABASE_URL,GH_PAT,SERVICE_CREDS,MY_DB",
+        )
+        .env("DATABASE_URL", "postgres://u:p@h/db")
+        .env("GH_PAT", "ghp_x")
+        .env("SERVICE_CREDS", "x")
+        .env("MY_DB", "postgres://admin:hunter2@db/x")
         .args(["eval", "--json", "--runs", "1", "-j", "1", "--config"])
         .arg(&cfg)
         .arg(fixture("outcomes")));

@@ -287,26 +287,6 @@ fn a_malformed_store_row_is_retrained_not_fatal() {
 }
 
 #[test]
-fn credentials_are_not_passed_even_when_asked_for() {
-    let root = tempfile::tempdir().unwrap();
-    let cfg = config_file(root.path(), "c.json", json!({ "behavior": "secrets" }));
-    let out = run(reprolab(root.path())
-        .env(
-            "REPROLAB_PASS_ENV",
-            "DATABASE_URL,GH_PAT,SERVICE_CREDS,MY_DB",
-        )
-        .env("DATABASE_URL", "postgres://u:p@h/db")
-        .env("GH_PAT", "ghp_x")
-        .env("SERVICE_CREDS", "x")
-        .env("MY_DB", "postgres://admin:hunter2@db/x")
-        .args(["eval", "--json", "--runs", "1", "-j", "1", "--config"])
-        .arg(&cfg)
-        .arg(fixture("outcomes")));
-    let v = json(&out);
-    assert_eq!(v["runs"][0]["outcome"]["search"], 0.0, "{v}");
-}
-
-#[test]
 fn long_runs_without_a_terminal_print_progress_lines() {
     let root = tempfile::tempdir().unwrap();
     let out = run(reprolab(root.path())
