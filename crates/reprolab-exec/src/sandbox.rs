@@ -192,11 +192,6 @@ pub fn isolation() -> Isolation {
     })
 }
 
-/// Whether subject code is cut off from the network (see [`isolation`]).
-pub fn network_isolation() -> bool {
-    isolation().network
-}
-
 /// Say once, on stderr, which protections this machine cannot give: the first time on a
 /// machine (a marker in the cache directory remembers it, per set of gaps), and at debug level
 /// afterwards. `reprolab env` always lists them.
