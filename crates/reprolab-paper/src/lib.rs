@@ -1,8 +1,21 @@
-//! Paper reproduction. Today: [`rubric`], PaperBench's rubric trees (weighted task nodes with
-//! Code Development / Code Execution / Result Analysis leaves) and their grading, exactly as
-//! PaperBench aggregates, with its Code-Dev reduction and invalid (unjudged) leaves kept visible.
-//! The fingerprint, the implement loop and the criterion verifier of docs/paper.md come next.
+//! Paper reproduction (docs/paper.md).
+//!
+//! - [`fingerprint`]: a paper's criteria (fact, scope, category, source sentence, checks),
+//!   grounding and de-duplication.
+//! - [`codefacts`]: a code directory's constants and calls, read with Python's `ast`.
+//! - [`checks`]: static checks decided from those facts.
+//! - [`verify`]: every criterion decided by the strongest checker that applies: static, then
+//!   execution probes (a [`verify::Prober`]), then a [`verify::Judge`].
+//! - [`rubric`]: PaperBench's rubric trees and their grading, exactly as PaperBench aggregates,
+//!   with its Code-Dev reduction and invalid (unjudged) leaves kept visible.
 
+pub mod checks;
+pub mod codefacts;
+pub mod fingerprint;
 pub mod rubric;
+pub mod verify;
 
+pub use checks::{Checker, Outcome};
+pub use fingerprint::{Criterion, Fingerprint, FingerprintError};
 pub use rubric::{Grade, LeafScore, Rubric, RubricError};
+pub use verify::{Verdict, Verification};

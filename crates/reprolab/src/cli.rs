@@ -191,6 +191,41 @@ is over the judged leaves only. --code-dev keeps only Code Development leaves.",
         after_help = "Example:\n  reprolab paper grade submission/ --rubric rubric.json --scores leaf-scores.json --code-dev"
     )]
     Grade(PaperGradeArgs),
+    /// Check code against a paper's fingerprint, criterion by criterion: static checks of its
+    /// constants and calls, execution probes in the sandbox, then (with --llm) a judge.
+    #[command(
+        long_about = "Check code against a paper's fingerprint (fingerprint.json: criteria with a fact, \
+a scope, a category, the paper's source sentence and optional checks; format in \
+benchmarks/papers/README.md). Criteria whose source sentence is not in the paper are dropped as \
+ungrounded. Each criterion is decided by the strongest checker that applies: static (the code's \
+constants and calls, read with Python's ast; nothing runs), execution (a probe script run in the \
+sandbox with the code importable: an AssertionError fails the criterion), and only for what those \
+leave undecided, the LLM judge (--llm). The table gives each criterion's verdict, the checker that \
+decided it and the evidence (file:line, the assertion's message). Exit 0 when no criterion fails, \
+1 when one does.",
+        after_help = "Examples:\n  reprolab paper verify benchmarks/papers/label-smoothing/paper.md benchmarks/papers/label-smoothing/reference\n  reprolab paper verify paper.md my-impl/ --fingerprint fingerprint.json --out verdicts/"
+    )]
+    Verify(PaperVerifyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PaperVerifyArgs {
+    /// The paper (Markdown or text).
+    pub paper: PathBuf,
+    /// The code to check (a directory).
+    pub code: PathBuf,
+    /// The fingerprint; default: fingerprint.json beside the paper.
+    #[arg(long, value_name = "FILE")]
+    pub fingerprint: Option<PathBuf>,
+    /// Write verification.json into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Time limit of one probe.
+    #[arg(long, default_value_t = 120.0, value_name = "SECONDS")]
+    pub timeout: f64,
+    /// Run every probe in a fresh Python process instead of a forked child of a warm worker.
+    #[arg(long)]
+    pub cold: bool,
 }
 
 #[derive(Debug, Args)]

@@ -76,3 +76,106 @@ fn a_broken_rubric_or_score_file_is_an_input_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("leaves the rubric does not have: zz"));
 }
+
+/// A paper, its fingerprint and code in `dir`: C1 holds (a constant and a probe), C2 does not
+/// (momentum 0.8), C3 has no check, C4 is not grounded in the paper, C5's probe cannot import.
+fn small_paper(dir: &std::path::Path) {
+    std::fs::create_dir_all(dir.join("code")).unwrap();
+    std::fs::write(
+        dir.join("paper.md"),
+        "# Tiny\nWe set the smoothing\nfactor to 0.1. The loss averages over the batch.\nOptimise with SGD and momentum 0.9.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("code/sm.py"),
+        "import torch\nEPSILON = 0.1\ndef smooth(y, k, eps=EPSILON):\n    return (1 - eps) * torch.nn.functional.one_hot(y, k).float() + eps / k\nopt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1, momentum=0.8)\n",
+    )
+    .unwrap();
+    let probe = "import torch\nfrom sm import smooth\nt = smooth(torch.tensor([0]), 4)\nassert abs(t[0, 0].item() - 0.925) < 1e-6, f'expected 0.925, got {t[0, 0].item()}'";
+    config_file(
+        dir,
+        "fingerprint.json",
+        json!({"criteria": [
+            {"id": "C1", "fact": "eps = 0.1", "scope": "loss", "category": "hyperparameter",
+             "source": "We set the smoothing factor to 0.1.",
+             "checks": [{"static": {"value": {"names": ["epsilon"], "equals": 0.1}}}, {"probe": probe}]},
+            {"id": "C2", "fact": "SGD with momentum 0.9", "scope": "optimiser", "category": "hyperparameter",
+             "source": "Optimise with SGD and momentum 0.9.",
+             "checks": [{"static": {"call": {"callee": "torch.optim.SGD", "args": {"momentum": 0.9}}}}]},
+            {"id": "C3", "fact": "the loss is a batch mean", "scope": "loss", "category": "algorithm",
+             "source": "The loss averages over the batch."},
+            {"id": "C4", "fact": "ghost", "scope": "", "category": "data", "source": "Not in the paper."},
+            {"id": "C5", "fact": "a probe for other code", "scope": "", "category": "algorithm",
+             "source": "The loss averages", "checks": [{"probe": "from elsewhere import x"}]}
+        ]}),
+    );
+}
+
+#[test]
+fn verify_decides_by_constants_calls_and_probes_and_shows_the_evidence() {
+    let tmp = tempfile::tempdir().unwrap();
+    small_paper(tmp.path());
+    let out = run(reprolab(tmp.path()).args([
+        "--json", "paper", "verify", "paper.md", "code", "--out", "out",
+    ]));
+    assert_eq!(out.status.code(), Some(1), "C2 fails");
+    let v = json(&out);
+    let verdict = |id: &str| {
+        v["verification"]["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no verdict for {id}: {v}"))
+    };
+    assert_eq!(verdict("C1")["outcome"], "pass");
+    assert_eq!(verdict("C1")["decided_by"], "static");
+    // Both checks of C1 ran: the constant and the probe (which imports the code and passes).
+    assert_eq!(verdict("C1")["checks"][1]["checker"], "execution");
+    assert_eq!(verdict("C1")["checks"][1]["outcome"], "pass");
+    assert_eq!(verdict("C2")["outcome"], "fail");
+    let evidence = verdict("C2")["evidence"].to_string();
+    assert!(
+        evidence.contains("sm.py:5") && evidence.contains("momentum=0.8"),
+        "{evidence}"
+    );
+    assert_eq!(verdict("C3")["outcome"], "undecided");
+    assert_eq!(verdict("C5")["outcome"], "undecided");
+    assert!(
+        verdict("C5")["evidence"][0]
+            .as_str()
+            .unwrap()
+            .contains("ModuleNotFoundError")
+    );
+    assert_eq!(v["dropped"][0]["id"], "C4");
+    assert!(tmp.path().join("out/verification.json").is_file());
+
+    // Fixed code: no criterion fails, exit 0; the probe's assertion message is the evidence of
+    // a wrong formula.
+    let sm = tmp.path().join("code/sm.py");
+    let fixed = std::fs::read_to_string(&sm)
+        .unwrap()
+        .replace("momentum=0.8", "momentum=0.9");
+    std::fs::write(&sm, fixed.replace("(1 - eps) *", "(1 - 2 * eps) *")).unwrap();
+    let out = run(reprolab(tmp.path()).args(["--json", "paper", "verify", "paper.md", "code"]));
+    let v = json(&out);
+    let c1 = &v["verification"]["verdicts"][0];
+    assert_eq!(c1["outcome"], "fail", "{c1}");
+    assert_eq!(c1["decided_by"], "execution");
+    assert!(
+        c1["evidence"][0]
+            .as_str()
+            .unwrap()
+            .contains("expected 0.925"),
+        "{c1}"
+    );
+    std::fs::write(&sm, fixed).unwrap();
+    let out = run(reprolab(tmp.path()).args(["paper", "verify", "paper.md", "code"]));
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("2 pass, 0 fail, 2 undecided of 4 criteria"),
+        "{text}"
+    );
+}

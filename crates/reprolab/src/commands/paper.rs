@@ -1,11 +1,20 @@
 //! `reprolab paper`: wiring of the paper crate.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
+use reprolab_paper::checks::Outcome;
+use reprolab_paper::codefacts;
+use reprolab_paper::fingerprint::{Dropped, Fingerprint};
 use reprolab_paper::rubric::{Grade, Rubric, parse_scores};
+use reprolab_paper::verify::{NoJudge, ProbeRun, Prober, Verdict, Verification};
+use reprolab_reproduce::observe::RunStatus;
+use reprolab_reproduce::run::{ScriptRunner, WarmPools, default_limits};
 
-use crate::cli::{Global, PaperGradeArgs};
+use crate::cli::{Global, PaperGradeArgs, PaperVerifyArgs};
+use crate::error::Infrastructure;
+use crate::{context, progress, table};
 
 pub fn grade(g: &Global, a: &PaperGradeArgs) -> Result<ExitCode> {
     if !a.submission.is_dir() {
@@ -82,5 +91,206 @@ fn print_tree(g: &Grade, depth: usize) {
     );
     for c in &g.sub_tasks {
         print_tree(c, depth + 1);
+    }
+}
+
+/// `reprolab paper verify`: the fingerprint's criteria decided against a code directory.
+pub async fn verify(g: &Global, a: &PaperVerifyArgs) -> Result<ExitCode> {
+    if !a.code.is_dir() {
+        bail!(
+            "{}: the code to verify is not a directory",
+            a.code.display()
+        );
+    }
+    if !(a.timeout.is_finite() && a.timeout > 0.0) {
+        bail!("--timeout is {}; expected seconds > 0", a.timeout);
+    }
+    let (fingerprint, dropped) = grounded_fingerprint(&a.paper, a.fingerprint.as_deref())?;
+    let env = context::python_env(g).await?;
+    let code = std::path::absolute(&a.code).unwrap_or_else(|_| a.code.clone());
+    let facts = {
+        let (python, pythonpath, code) = (env.python.clone(), env.pythonpath.clone(), code.clone());
+        tokio::task::spawn_blocking(move || {
+            codefacts::extract(&python, pythonpath.as_deref(), &code)
+        })
+        .await
+        .context(Infrastructure("reading the code's facts"))??
+    };
+    let store = (!g.no_cache).then(|| context::open_store(g)).transpose()?;
+    let warm = (!a.cold).then(|| WarmPools::new(1));
+    let prober = SandboxProber {
+        runner: ScriptRunner {
+            env: &env,
+            limits: reprolab_core::manifest::Limits {
+                timeout_s: a.timeout,
+                ..default_limits()
+            },
+            paths: Vec::new(),
+            parallel: 1,
+            store: store.as_ref(),
+            warm: warm.as_ref(),
+        },
+        code_hash: reprolab_core::hash::hash_tree(&code)
+            .with_context(|| format!("{}: cannot read the code", code.display()))?,
+    };
+    let bar = progress::bar(fingerprint.criteria.len() as u64, "criteria", g.json);
+    let verification =
+        reprolab_paper::verify::verify(&fingerprint, &facts, &code, &prober, &NoJudge, |v| {
+            bar.set_message(v.id.clone());
+            bar.inc(1);
+        })
+        .await;
+    bar.finish_and_clear();
+    if let Some(w) = &warm {
+        w.shutdown().await;
+    }
+    let report = serde_json::json!({
+        "paper": a.paper.display().to_string(),
+        "code": a.code.display().to_string(),
+        "verification": &verification,
+        "dropped": dropped,
+    });
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir)
+            .and_then(|_| {
+                std::fs::write(
+                    dir.join("verification.json"),
+                    serde_json::to_string_pretty(&report).unwrap_or_default(),
+                )
+            })
+            .with_context(|| format!("writing verification.json into {}", dir.display()))?;
+    }
+    if g.json {
+        println!("{report}");
+    } else {
+        print_verification(&verification, &dropped);
+    }
+    Ok(if verification.count(Outcome::Fail) > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The fingerprint (given, or `fingerprint.json` beside the paper) with the criteria whose
+/// source is not in the paper dropped, and merged duplicates.
+fn grounded_fingerprint(paper: &Path, given: Option<&Path>) -> Result<(Fingerprint, Vec<Dropped>)> {
+    let text = std::fs::read_to_string(paper)
+        .with_context(|| format!("{}: cannot read the paper", paper.display()))?;
+    let path: PathBuf = match given {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let beside = paper.with_file_name("fingerprint.json");
+            if !beside.is_file() {
+                bail!(
+                    "{}: no fingerprint: give --fingerprint FILE (there is no fingerprint.json beside the paper)",
+                    paper.display()
+                );
+            }
+            beside
+        }
+    };
+    let mut fingerprint = Fingerprint::load(&path)?;
+    let mut dropped = fingerprint.ground(&text);
+    dropped.extend(fingerprint.dedupe());
+    for d in &dropped {
+        eprintln!("note: criterion {} left out: {}", d.id, d.reason);
+    }
+    Ok((fingerprint, dropped))
+}
+
+/// Probes run as reproduction scripts: one seed, in the sandbox, cached under the script, which
+/// carries the code's content hash (an edited implementation is probed again).
+struct SandboxProber<'a> {
+    runner: ScriptRunner<'a>,
+    code_hash: String,
+}
+
+impl Prober for SandboxProber<'_> {
+    async fn probe(&self, code_dir: &Path, script: &str) -> ProbeRun {
+        let dir = serde_json::to_string(&code_dir.display().to_string()).unwrap_or_default();
+        let wrapped = format!(
+            "# reprolab paper probe; code {}\nimport os as _os, sys as _sys\n_os.chdir({dir})\n_sys.path.insert(0, {dir})\n{script}\n",
+            self.code_hash
+        );
+        let runs = self.runner.run("paper probe", &wrapped, &[0]).await;
+        let Some(run) = runs.first() else {
+            return ProbeRun::Error("the probe did not run".into());
+        };
+        match (run.status, run.exceptions.first()) {
+            (RunStatus::Ok, _) => ProbeRun::Passed,
+            (RunStatus::Exception, Some(e)) if e.type_name == "AssertionError" => {
+                ProbeRun::AssertionFailed(e.message.clone())
+            }
+            _ => ProbeRun::Error(run.headline()),
+        }
+    }
+}
+
+fn print_verification(v: &Verification, dropped: &[Dropped]) {
+    let header = [
+        "criterion",
+        "verdict",
+        "checker",
+        "category",
+        "fact",
+        "evidence",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
+    rows.extend(v.verdicts.iter().map(|d| {
+        vec![
+            d.id.clone(),
+            outcome_word(d).into(),
+            d.decided_by.map_or("-", |c| c.as_str()).into(),
+            d.category.clone(),
+            clip(&d.fact, 60),
+            clip(&d.evidence.join("; "), 90),
+        ]
+    }));
+    print!("{}", table::render(&rows));
+    let by: Vec<String> = v
+        .decided_by()
+        .iter()
+        .map(|(c, n)| format!("{} {n}", c.as_str()))
+        .collect();
+    println!(
+        "{} pass, {} fail, {} undecided of {} criteria; decided by: {}{}",
+        v.count(Outcome::Pass),
+        v.count(Outcome::Fail),
+        v.count(Outcome::Undecided),
+        v.verdicts.len(),
+        if by.is_empty() {
+            "none".into()
+        } else {
+            by.join(", ")
+        },
+        if dropped.is_empty() {
+            String::new()
+        } else {
+            format!("; {} left out of the fingerprint", dropped.len())
+        }
+    );
+    if !v.syntax_errors.is_empty() {
+        println!(
+            "files that do not parse (not checked statically): {}",
+            v.syntax_errors.join(", ")
+        );
+    }
+}
+
+fn outcome_word(v: &Verdict) -> &'static str {
+    match v.outcome {
+        Outcome::Pass => "pass",
+        Outcome::Fail => "FAIL",
+        Outcome::Undecided => "undecided",
+    }
+}
+
+fn clip(s: &str, n: usize) -> String {
+    let s = s.lines().next().unwrap_or("");
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(n - 1).collect::<String>())
     }
 }
