@@ -6,12 +6,16 @@
 //! - [`checks`]: static checks decided from those facts.
 //! - [`verify`]: every criterion decided by the strongest checker that applies: static, then
 //!   execution probes (a [`verify::Prober`]), then a [`verify::Judge`].
+//! - [`judge`]: the LLM judge (PaperBench's Expectations / Reality / Score, k votes), over
+//!   the code as [`code`] shows it to a model.
 //! - [`rubric`]: PaperBench's rubric trees and their grading, exactly as PaperBench aggregates,
 //!   with its Code-Dev reduction and invalid (unjudged) leaves kept visible.
 
 pub mod checks;
+pub mod code;
 pub mod codefacts;
 pub mod fingerprint;
+pub mod judge;
 pub mod rubric;
 pub mod verify;
 

@@ -226,6 +226,13 @@ pub struct PaperVerifyArgs {
     /// Run every probe in a fresh Python process instead of a forked child of a warm worker.
     #[arg(long)]
     pub cold: bool,
+    /// Judge votes per criterion no check decides (majority; a tie leaves it undecided).
+    #[arg(long, default_value_t = 3, value_name = "K")]
+    pub votes: u32,
+    /// The judge, for criteria no static check or probe decides; without it they stay
+    /// undecided.
+    #[command(flatten)]
+    pub llm: crate::llm::LlmArgs,
 }
 
 #[derive(Debug, Args)]

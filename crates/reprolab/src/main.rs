@@ -71,7 +71,7 @@ fn main() -> ExitCode {
             Command::Codegen(c) => commands::codegen::run(g, c).await,
             Command::Reproduce(a) => commands::reproduce::run(g, a).await,
             Command::Paper(cli::PaperCommand::Grade(a)) => commands::paper::grade(g, a),
-            Command::Paper(cli::PaperCommand::Verify(a)) => commands::paper::verify(g, a).await,
+            Command::Paper(cli::PaperCommand::Verify(a)) => commands::paper::verify_cmd(g, a).await,
         }
     });
     match result {

@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use reprolab_llm::fake::{FakeReply, FakeServer, Flavor};
 use serde_json::json;
 
 /// `reprolab paper grade . --rubric R --scores S EXTRA` in `dir`.
@@ -177,5 +178,66 @@ fn verify_decides_by_constants_calls_and_probes_and_shows_the_evidence() {
     assert!(
         text.contains("2 pass, 0 fail, 2 undecided of 4 criteria"),
         "{text}"
+    );
+}
+
+#[test]
+fn the_judge_decides_only_what_no_check_did_by_majority_of_its_votes() {
+    let tmp = tempfile::tempdir().unwrap();
+    small_paper(tmp.path());
+    let answer = |score: u8| {
+        FakeReply::Text(format!(
+            "# Expectations\nThe loss is a mean over the batch.\n# Reality\nsm.py:4 builds targets only (vote {score})\n# Score\n{score}\n"
+        ))
+    };
+    // C3 (no checks) and C5 (its probe cannot run) reach the judge, 3 votes each.
+    let server = FakeServer::start_background(
+        Flavor::OpenAi,
+        [
+            answer(0),
+            answer(1),
+            answer(0),
+            answer(1),
+            FakeReply::Text("no idea".into()),
+            answer(1),
+        ],
+    );
+    let out = run(reprolab_without_llm_settings(tmp.path())
+        .args(["--json", "paper", "verify", "paper.md", "code", "--llm"])
+        .arg(format!("openai:fake@{}", server.base_url())));
+    let v = json(&out);
+    let verdicts = v["verification"]["verdicts"].as_array().unwrap();
+    let c3 = verdicts.iter().find(|d| d["id"] == "C3").unwrap();
+    assert_eq!(c3["outcome"], "fail", "{c3}");
+    assert_eq!(c3["decided_by"], "judge");
+    assert!(
+        c3["evidence"][0].as_str().unwrap().contains("1 of 3 votes"),
+        "{c3}"
+    );
+    assert!(
+        c3["evidence"][1]
+            .as_str()
+            .unwrap()
+            .contains("sm.py:4 builds targets only (vote 0)")
+    );
+    let c5 = verdicts.iter().find(|d| d["id"] == "C5").unwrap();
+    assert_eq!(
+        c5["outcome"], "pass",
+        "an unreadable vote counts for neither side: {c5}"
+    );
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        6,
+        "criteria decided by a check never reach the judge"
+    );
+    let first = requests[0].body["messages"].to_string();
+    assert!(
+        first.contains("The loss averages over the batch.") && first.contains("### sm.py"),
+        "{first}"
+    );
+    assert_ne!(
+        requests[0].body["seed"], requests[1].body["seed"],
+        "votes are distinct requests"
     );
 }

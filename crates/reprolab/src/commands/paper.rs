@@ -7,8 +7,9 @@ use anyhow::{Context, Result, bail};
 use reprolab_paper::checks::Outcome;
 use reprolab_paper::codefacts;
 use reprolab_paper::fingerprint::{Dropped, Fingerprint};
+use reprolab_paper::judge::LlmJudge;
 use reprolab_paper::rubric::{Grade, Rubric, parse_scores};
-use reprolab_paper::verify::{NoJudge, ProbeRun, Prober, Verdict, Verification};
+use reprolab_paper::verify::{NoJudge, ProbeRun, Prober, Verdict, Verification, verify};
 use reprolab_reproduce::observe::RunStatus;
 use reprolab_reproduce::run::{ScriptRunner, WarmPools, default_limits};
 
@@ -95,7 +96,7 @@ fn print_tree(g: &Grade, depth: usize) {
 }
 
 /// `reprolab paper verify`: the fingerprint's criteria decided against a code directory.
-pub async fn verify(g: &Global, a: &PaperVerifyArgs) -> Result<ExitCode> {
+pub async fn verify_cmd(g: &Global, a: &PaperVerifyArgs) -> Result<ExitCode> {
     if !a.code.is_dir() {
         bail!(
             "{}: the code to verify is not a directory",
@@ -105,7 +106,10 @@ pub async fn verify(g: &Global, a: &PaperVerifyArgs) -> Result<ExitCode> {
     if !(a.timeout.is_finite() && a.timeout > 0.0) {
         bail!("--timeout is {}; expected seconds > 0", a.timeout);
     }
-    let (fingerprint, dropped) = grounded_fingerprint(&a.paper, a.fingerprint.as_deref())?;
+    let paper_text = std::fs::read_to_string(&a.paper)
+        .with_context(|| format!("{}: cannot read the paper", a.paper.display()))?;
+    let (fingerprint, dropped) =
+        grounded_fingerprint(&a.paper, &paper_text, a.fingerprint.as_deref())?;
     let env = context::python_env(g).await?;
     let code = std::path::absolute(&a.code).unwrap_or_else(|_| a.code.clone());
     let facts = {
@@ -133,13 +137,32 @@ pub async fn verify(g: &Global, a: &PaperVerifyArgs) -> Result<ExitCode> {
         code_hash: reprolab_core::hash::hash_tree(&code)
             .with_context(|| format!("{}: cannot read the code", code.display()))?,
     };
+    if a.votes == 0 || a.votes > 15 {
+        bail!("--votes is {}; expected 1 to 15", a.votes);
+    }
+    let session = a
+        .llm
+        .llm
+        .is_some()
+        .then(|| crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None))
+        .transpose()?;
     let bar = progress::bar(fingerprint.criteria.len() as u64, "criteria", g.json);
-    let verification =
-        reprolab_paper::verify::verify(&fingerprint, &facts, &code, &prober, &NoJudge, |v| {
-            bar.set_message(v.id.clone());
-            bar.inc(1);
-        })
-        .await;
+    let on_verdict = |v: &Verdict| {
+        bar.set_message(v.id.clone());
+        bar.inc(1);
+    };
+    let verification = match &session {
+        Some(s) => {
+            let judge = LlmJudge {
+                model: s.model.as_ref(),
+                paper: &paper_text,
+                votes: a.votes,
+                max_tokens: 1024,
+            };
+            verify(&fingerprint, &facts, &code, &prober, &judge, on_verdict).await
+        }
+        None => verify(&fingerprint, &facts, &code, &prober, &NoJudge, on_verdict).await,
+    };
     bar.finish_and_clear();
     if let Some(w) = &warm {
         w.shutdown().await;
@@ -174,9 +197,11 @@ pub async fn verify(g: &Global, a: &PaperVerifyArgs) -> Result<ExitCode> {
 
 /// The fingerprint (given, or `fingerprint.json` beside the paper) with the criteria whose
 /// source is not in the paper dropped, and merged duplicates.
-fn grounded_fingerprint(paper: &Path, given: Option<&Path>) -> Result<(Fingerprint, Vec<Dropped>)> {
-    let text = std::fs::read_to_string(paper)
-        .with_context(|| format!("{}: cannot read the paper", paper.display()))?;
+fn grounded_fingerprint(
+    paper: &Path,
+    text: &str,
+    given: Option<&Path>,
+) -> Result<(Fingerprint, Vec<Dropped>)> {
     let path: PathBuf = match given {
         Some(p) => p.to_path_buf(),
         None => {
@@ -191,7 +216,7 @@ fn grounded_fingerprint(paper: &Path, given: Option<&Path>) -> Result<(Fingerpri
         }
     };
     let mut fingerprint = Fingerprint::load(&path)?;
-    let mut dropped = fingerprint.ground(&text);
+    let mut dropped = fingerprint.ground(text);
     dropped.extend(fingerprint.dedupe());
     for d in &dropped {
         eprintln!("note: criterion {} left out: {}", d.id, d.reason);
