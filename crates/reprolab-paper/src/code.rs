@@ -71,7 +71,7 @@ pub fn ranked<'a>(files: &'a [CodeFile], query: &str) -> Vec<&'a CodeFile> {
         .iter()
         .map(|f| (words(&f.text).intersection(&q).count(), f))
         .collect();
-    scored.sort_by(|a, b| b.0.cmp(&a.0));
+    scored.sort_by_key(|s| std::cmp::Reverse(s.0));
     scored.into_iter().map(|(_, f)| f).collect()
 }
 
