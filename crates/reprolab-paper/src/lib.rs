@@ -2,6 +2,8 @@
 //!
 //! - [`fingerprint`]: a paper's criteria (fact, scope, category, source sentence, checks),
 //!   grounding and de-duplication.
+//! - [`extract`]: a fingerprint extracted by an LLM section by section, then grounded, filtered
+//!   and de-duplicated by rules; recall against a gold fingerprint.
 //! - [`codefacts`]: a code directory's constants and calls, read with Python's `ast`.
 //! - [`checks`]: static checks decided from those facts.
 //! - [`verify`]: every criterion decided by the strongest checker that applies: static, then
@@ -14,6 +16,7 @@
 pub mod checks;
 pub mod code;
 pub mod codefacts;
+pub mod extract;
 pub mod fingerprint;
 pub mod judge;
 pub mod rubric;

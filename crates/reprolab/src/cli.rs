@@ -206,6 +206,37 @@ decided it and the evidence (file:line, the assertion's message). Exit 0 when no
         after_help = "Examples:\n  reprolab paper verify benchmarks/papers/label-smoothing/paper.md benchmarks/papers/label-smoothing/reference\n  reprolab paper verify paper.md my-impl/ --fingerprint fingerprint.json --out verdicts/"
     )]
     Verify(PaperVerifyArgs),
+    /// Extract a paper's fingerprint with an LLM: the implementation details it states, each
+    /// with its source sentence, then grounded, filtered and de-duplicated by rules.
+    #[command(
+        long_about = "Extract a paper's fingerprint (RePro): the model reads the paper section by section \
+and lists the implementation details each states (data, preprocessing, hyperparameters, \
+architecture, algorithm steps and formulas, evaluation, packages), each with the sentence it came \
+from. Then rules decide: results and claims are dropped, a criterion whose sentence is not in the \
+paper is dropped as ungrounded, the same fact twice is merged, and a criterion stating one \
+constant gets a static value check from the names the model says code would use. Writes the \
+fingerprint (format in benchmarks/papers/README.md) for `reprolab paper verify`; what was dropped \
+and why goes to standard error (and into --json).",
+        after_help = "Examples:\n  reprolab paper fingerprint paper.md --llm ollama:qwen2.5:7b\n  reprolab paper fingerprint benchmarks/papers/mixup/paper.md --llm openai:gpt-4o-mini --out /tmp/mixup.json"
+    )]
+    Fingerprint(PaperFingerprintArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PaperFingerprintArgs {
+    /// The paper (Markdown or text).
+    pub paper: PathBuf,
+    /// Where to write the fingerprint (an existing file is replaced only with --force).
+    #[arg(long, default_value = "fingerprint.json", value_name = "FILE")]
+    pub out: PathBuf,
+    /// Replace --out if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Most tokens of one answer.
+    #[arg(long, default_value_t = 2048, value_name = "N")]
+    pub max_tokens: u32,
+    #[command(flatten)]
+    pub llm: crate::llm::LlmArgs,
 }
 
 #[derive(Debug, Args)]

@@ -72,6 +72,9 @@ fn main() -> ExitCode {
             Command::Reproduce(a) => commands::reproduce::run(g, a).await,
             Command::Paper(cli::PaperCommand::Grade(a)) => commands::paper::grade(g, a),
             Command::Paper(cli::PaperCommand::Verify(a)) => commands::paper::verify_cmd(g, a).await,
+            Command::Paper(cli::PaperCommand::Fingerprint(a)) => {
+                commands::paper::fingerprint(g, a).await
+            }
         }
     });
     match result {

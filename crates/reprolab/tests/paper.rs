@@ -241,3 +241,63 @@ fn the_judge_decides_only_what_no_check_did_by_majority_of_its_votes() {
         "votes are distinct requests"
     );
 }
+
+#[test]
+fn fingerprint_keeps_grounded_how_to_criteria_that_verify_can_then_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    small_paper(tmp.path());
+    let answer = json!({"criteria": [
+        {"fact": "The smoothing factor is 0.1.", "scope": "loss", "category": "hyperparameter",
+         "source": "We set the smoothing factor to 0.1.", "value": {"names": ["epsilon", "eps"], "equals": 0.1}},
+        {"fact": "Momentum is 0.9.", "scope": "optimiser", "category": "hyperparameter",
+         "source": "Optimise with SGD and momentum 0.95.", "value": {"names": ["momentum"], "equals": 0.95}},
+        {"fact": "It beats the baseline.", "scope": "", "category": "result", "source": "The loss averages over the batch."}
+    ]});
+    let server =
+        FakeServer::start_background(Flavor::OpenAi, [FakeReply::Text(answer.to_string())]);
+    let spec = format!("openai:fake@{}", server.base_url());
+    let out = run(reprolab_without_llm_settings(tmp.path()).args([
+        "paper",
+        "fingerprint",
+        "paper.md",
+        "--out",
+        "fp.json",
+        "--llm",
+        &spec,
+    ]));
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not in the paper") && stderr.contains("result or claim"),
+        "{stderr}"
+    );
+    let fp: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("fp.json")).unwrap())
+            .unwrap();
+    assert_eq!(fp["criteria"].as_array().unwrap().len(), 1, "{fp}");
+    assert_eq!(fp["criteria"][0]["id"], "C1");
+    // The file is not replaced without --force.
+    let again = run(reprolab_without_llm_settings(tmp.path()).args([
+        "paper",
+        "fingerprint",
+        "paper.md",
+        "--out",
+        "fp.json",
+        "--llm",
+        &spec,
+    ]));
+    assert_eq!(again.status.code(), Some(2));
+    // The extracted constant is checked statically.
+    let out = run(reprolab(tmp.path()).args([
+        "--json",
+        "paper",
+        "verify",
+        "paper.md",
+        "code",
+        "--fingerprint",
+        "fp.json",
+    ]));
+    let v = json(&out);
+    assert_eq!(v["verification"]["verdicts"][0]["outcome"], "pass");
+    assert_eq!(v["verification"]["verdicts"][0]["decided_by"], "static");
+}
