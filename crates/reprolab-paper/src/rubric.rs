@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::checks::Outcome;
+use crate::verify::{Verdict, Verification};
+
 /// A leaf's category.
 pub const CODE_DEVELOPMENT: &str = "Code Development";
 pub const CODE_EXECUTION: &str = "Code Execution";
@@ -33,6 +36,10 @@ pub struct Rubric {
     pub task_category: Option<String>,
     #[serde(default)]
     pub finegrained_task_category: Option<String>,
+    /// reprolab's extension: the fingerprint criteria a leaf grades, so that a verification
+    /// scores it without a judge ([`scores_from_verification`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub criteria: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -249,6 +256,53 @@ pub fn parse_scores(path: &Path) -> Result<BTreeMap<String, LeafScore>, RubricEr
     Ok(out)
 }
 
+/// The scores of the leaves that name criteria: 1 when all of them pass, 0 when one fails;
+/// a leaf with an undecided criterion (and none failed) or one the verification lacks is left
+/// out, to be judged or counted invalid.
+pub fn scores_from_verification(
+    rubric: &Rubric,
+    verification: &Verification,
+) -> BTreeMap<String, LeafScore> {
+    let mut out = BTreeMap::new();
+    for leaf in rubric
+        .leaves()
+        .into_iter()
+        .filter(|l| !l.criteria.is_empty())
+    {
+        let verdicts: Vec<Option<&Verdict>> = leaf
+            .criteria
+            .iter()
+            .map(|id| verification.get(id))
+            .collect();
+        let failed: Vec<&str> = verdicts
+            .iter()
+            .flatten()
+            .filter(|v| v.outcome == Outcome::Fail)
+            .map(|v| v.id.as_str())
+            .collect();
+        let all_pass = verdicts
+            .iter()
+            .all(|v| v.is_some_and(|v| v.outcome == Outcome::Pass));
+        let score = if !failed.is_empty() {
+            Some((0.0, format!("criteria failed: {}", failed.join(", "))))
+        } else if all_pass {
+            Some((1.0, format!("criteria pass: {}", leaf.criteria.join(", "))))
+        } else {
+            None
+        };
+        if let Some((score, explanation)) = score {
+            out.insert(
+                leaf.id.clone(),
+                LeafScore {
+                    score: Some(score),
+                    explanation,
+                },
+            );
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,6 +315,7 @@ mod tests {
             sub_tasks: vec![],
             task_category: Some(category.into()),
             finegrained_task_category: None,
+            criteria: vec![],
         }
     }
 
@@ -272,6 +327,7 @@ mod tests {
             sub_tasks,
             task_category: None,
             finegrained_task_category: None,
+            criteria: vec![],
         }
     }
 
@@ -444,5 +500,45 @@ mod tests {
                 .contains("outside [0, 1]")
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn leaves_naming_criteria_are_scored_from_a_verification() {
+        let verdict = |id: &str, outcome| Verdict {
+            id: id.into(),
+            fact: String::new(),
+            category: "algorithm".into(),
+            outcome,
+            decided_by: None,
+            evidence: vec![],
+            checks: vec![],
+        };
+        let v = Verification {
+            verdicts: vec![
+                verdict("C1", Outcome::Pass),
+                verdict("C2", Outcome::Fail),
+                verdict("C3", Outcome::Undecided),
+            ],
+            syntax_errors: vec![],
+        };
+        let mut t = tree();
+        let with =
+            |l: &mut Rubric, ids: &[&str]| l.criteria = ids.iter().map(|s| s.to_string()).collect();
+        with(&mut t.sub_tasks[0].sub_tasks[0], &["C1"]);
+        with(&mut t.sub_tasks[0].sub_tasks[1], &["C1", "C2"]);
+        with(&mut t.sub_tasks[1].sub_tasks[0], &["C1", "C3"]);
+        with(&mut t.sub_tasks[1].sub_tasks[1], &["C9"]);
+        let s = scores_from_verification(&t, &v);
+        assert_eq!(s["a1"].score, Some(1.0));
+        assert_eq!(s["a2"].score, Some(0.0));
+        assert!(s["a2"].explanation.contains("C2"));
+        assert!(
+            !s.contains_key("b1"),
+            "an undecided criterion leaves the leaf to a judge"
+        );
+        assert!(
+            !s.contains_key("b2"),
+            "a criterion the verification lacks too"
+        );
     }
 }

@@ -183,12 +183,14 @@ pub enum PaperCommand {
     /// PaperBench aggregates (weighted means of siblings), optionally reduced to Code-Dev.
     #[command(
         long_about = "Grade a submission against a PaperBench rubric (a JSON tree of task nodes {id, \
-requirements, weight, sub_tasks, task_category}) from the scores of its leaves (--scores FILE: \
-{leaf_id: 0, 1, null or {score, explanation}}, from any judge). An inner node scores the weighted \
+requirements, weight, sub_tasks, task_category}). Leaves are scored, in this order, from --scores \
+FILE ({leaf_id: 0, 1, null or {score, explanation}}, from any judge), from --verification FILE \
+(leaves naming fingerprint criteria), and by the LLM judge (--llm: PaperBench's Expectations / \
+Reality / Score over the submission's code). An inner node scores the weighted \
 mean of its children; children weighing 0 in all give 0, as PaperBench. A leaf without a score is \
 invalid: it counts 0 (PaperBench's rule) and the grade says how many there were and what the score \
 is over the judged leaves only. --code-dev keeps only Code Development leaves.",
-        after_help = "Example:\n  reprolab paper grade submission/ --rubric rubric.json --scores leaf-scores.json --code-dev"
+        after_help = "Examples:\n  reprolab paper grade submission/ --rubric rubric.json --scores leaf-scores.json --code-dev\n  reprolab paper grade impl/ --rubric rubric.json --verification verdicts/verification.json --llm ollama:qwen2.5:7b"
     )]
     Grade(PaperGradeArgs),
     /// Check code against a paper's fingerprint, criterion by criterion: static checks of its
@@ -268,17 +270,27 @@ pub struct PaperVerifyArgs {
 
 #[derive(Debug, Args)]
 pub struct PaperGradeArgs {
-    /// The submission's directory (recorded with the grade).
+    /// The submission's directory (its code is what the judge reads).
     pub submission: PathBuf,
     /// The PaperBench rubric (JSON).
     #[arg(long, value_name = "FILE")]
     pub rubric: PathBuf,
     /// Leaf scores: {leaf_id: 0, 1, null or {"score": .., "explanation": ..}}.
     #[arg(long, value_name = "FILE")]
-    pub scores: PathBuf,
+    pub scores: Option<PathBuf>,
+    /// verification.json of `reprolab paper verify --out`: leaves that name criteria
+    /// ("criteria": [ids]) score 1 when all pass, 0 when one fails.
+    #[arg(long, value_name = "FILE")]
+    pub verification: Option<PathBuf>,
     /// Grade only the Code Development leaves (PaperBench Code-Dev).
     #[arg(long)]
     pub code_dev: bool,
+    /// Judge votes per leaf that --scores and --verification leave unscored.
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    pub votes: u32,
+    /// The judge of the leaves left unscored; without it they are invalid (count 0, shown).
+    #[command(flatten)]
+    pub llm: crate::llm::LlmArgs,
 }
 
 /// How reproduction scripts are run (shared by `reproduce` and `reproduce verify`).

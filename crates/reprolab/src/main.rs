@@ -70,7 +70,7 @@ fn main() -> ExitCode {
             Command::Neutrality(a) => commands::neutrality::run(g, a).await,
             Command::Codegen(c) => commands::codegen::run(g, c).await,
             Command::Reproduce(a) => commands::reproduce::run(g, a).await,
-            Command::Paper(cli::PaperCommand::Grade(a)) => commands::paper::grade(g, a),
+            Command::Paper(cli::PaperCommand::Grade(a)) => commands::paper::grade(g, a).await,
             Command::Paper(cli::PaperCommand::Verify(a)) => commands::paper::verify_cmd(g, a).await,
             Command::Paper(cli::PaperCommand::Fingerprint(a)) => {
                 commands::paper::fingerprint(g, a).await

@@ -301,3 +301,59 @@ fn fingerprint_keeps_grounded_how_to_criteria_that_verify_can_then_check() {
     assert_eq!(v["verification"]["verdicts"][0]["outcome"], "pass");
     assert_eq!(v["verification"]["verdicts"][0]["decided_by"], "static");
 }
+
+#[test]
+fn grade_scores_leaves_from_a_verification_and_judges_the_rest() {
+    let tmp = tempfile::tempdir().unwrap();
+    small_paper(tmp.path());
+    let out = run(reprolab(tmp.path()).args(["paper", "verify", "paper.md", "code", "--out", "v"]));
+    assert_eq!(out.status.code(), Some(1));
+    let leaf = |id: &str, criteria: &[&str]| json!({"id": id, "requirements": format!("requirement {id}"), "weight": 1, "sub_tasks": [], "task_category": "Code Development", "criteria": criteria});
+    let rubric = config_file(
+        tmp.path(),
+        "rubric.json",
+        json!({"id": "root", "requirements": "tiny", "weight": 1, "sub_tasks": [
+            leaf("smoothing", &["C1"]), leaf("optimiser", &["C2"]), leaf("batch-mean", &["C3"])]}),
+    );
+    let grade = |extra: &[&str]| {
+        run(reprolab_without_llm_settings(tmp.path())
+            .args([
+                "--json",
+                "paper",
+                "grade",
+                "code",
+                "--verification",
+                "v/verification.json",
+            ])
+            .arg("--rubric")
+            .arg(&rubric)
+            .args(extra))
+    };
+    let g = json(&grade(&[]));
+    // C1 passes, C2 fails, C3 is undecided: its leaf is invalid without a judge.
+    assert!(
+        (g["grade"]["score"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-9,
+        "{g}"
+    );
+    assert_eq!(g["grade"]["invalid_leaves"], 1);
+    let server = FakeServer::start_background(
+        Flavor::OpenAi,
+        [FakeReply::Text(
+            "# Expectations\nmean\n# Reality\nsm.py:4\n# Score\n1".into(),
+        )],
+    );
+    let g = json(&grade(&[
+        "--llm",
+        &format!("openai:fake@{}", server.base_url()),
+    ]));
+    assert!(
+        (g["grade"]["score"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-9,
+        "{g}"
+    );
+    assert_eq!(g["grade"]["invalid_leaves"], 0);
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "only the unscored leaf is judged"
+    );
+}

@@ -1,14 +1,15 @@
 //! `reprolab paper`: wiring of the paper crate.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use reprolab_paper::checks::Outcome;
-use reprolab_paper::fingerprint::{Dropped, Fingerprint};
+use reprolab_paper::fingerprint::{Criterion, Dropped, Fingerprint};
 use reprolab_paper::judge::LlmJudge;
-use reprolab_paper::rubric::{Grade, Rubric, parse_scores};
-use reprolab_paper::verify::{NoJudge, ProbeRun, Prober, Verdict, Verification, verify};
+use reprolab_paper::rubric::{Grade, LeafScore, Rubric, parse_scores, scores_from_verification};
+use reprolab_paper::verify::{Judge, NoJudge, ProbeRun, Prober, Verdict, Verification, verify};
 use reprolab_paper::{codefacts, extract};
 use reprolab_reproduce::observe::RunStatus;
 use reprolab_reproduce::run::{ScriptRunner, WarmPools, default_limits};
@@ -17,12 +18,15 @@ use crate::cli::{Global, PaperFingerprintArgs, PaperGradeArgs, PaperVerifyArgs};
 use crate::error::Infrastructure;
 use crate::{context, progress, table};
 
-pub fn grade(g: &Global, a: &PaperGradeArgs) -> Result<ExitCode> {
+pub async fn grade(g: &Global, a: &PaperGradeArgs) -> Result<ExitCode> {
     if !a.submission.is_dir() {
         bail!(
             "{}: the submission is not a directory",
             a.submission.display()
         );
+    }
+    if a.votes == 0 || a.votes > 15 {
+        bail!("--votes is {}; expected 1 to 15", a.votes);
     }
     let rubric = Rubric::load(&a.rubric)?;
     let rubric = if a.code_dev {
@@ -35,23 +39,52 @@ pub fn grade(g: &Global, a: &PaperGradeArgs) -> Result<ExitCode> {
     } else {
         rubric
     };
-    let scores = parse_scores(&a.scores)?;
-    let known: std::collections::HashSet<&str> =
-        rubric.leaves().iter().map(|l| l.id.as_str()).collect();
-    let unknown: Vec<&String> = scores
-        .keys()
-        .filter(|k| !known.contains(k.as_str()))
-        .collect();
-    if !unknown.is_empty() && !a.code_dev {
-        bail!(
-            "{}: scores for leaves the rubric does not have: {}",
-            a.scores.display(),
-            unknown
-                .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+    let mut scores = match &a.scores {
+        Some(path) => {
+            let scores = parse_scores(path)?;
+            check_leaf_ids(&rubric, &scores, path, a.code_dev)?;
+            scores
+        }
+        None => Default::default(),
+    };
+    if let Some(path) = &a.verification {
+        let verification = read_verification(path)?;
+        for (id, s) in scores_from_verification(&rubric, &verification) {
+            scores.entry(id).or_insert(s);
+        }
+    }
+    if a.llm.llm.is_some() {
+        let session = crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?;
+        let judge = LlmJudge {
+            model: session.model.as_ref(),
+            paper: "",
+            votes: a.votes,
+            max_tokens: 1024,
+        };
+        let unscored: Vec<&Rubric> = rubric
+            .leaves()
+            .into_iter()
+            .filter(|l| !scores.contains_key(&l.id))
+            .collect();
+        let bar = progress::bar(unscored.len() as u64, "leaves judged", g.json);
+        for leaf in unscored {
+            bar.set_message(leaf.id.clone());
+            let r = judge.judge(&leaf_as_criterion(leaf), &a.submission).await;
+            let score = match r.outcome {
+                Outcome::Pass => Some(1.0),
+                Outcome::Fail => Some(0.0),
+                Outcome::Undecided => None,
+            };
+            scores.insert(
+                leaf.id.clone(),
+                LeafScore {
+                    score,
+                    explanation: r.evidence.join(" | "),
+                },
+            );
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
     }
     let graded = rubric.grade(&scores);
     if g.json {
@@ -75,6 +108,58 @@ pub fn grade(g: &Global, a: &PaperGradeArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Scores for leaves the rubric lacks are a mistake in the file (with --code-dev they may be
+/// the removed leaves' scores, and are ignored).
+fn check_leaf_ids(
+    rubric: &Rubric,
+    scores: &BTreeMap<String, LeafScore>,
+    path: &Path,
+    code_dev: bool,
+) -> Result<()> {
+    let known: std::collections::HashSet<&str> =
+        rubric.leaves().iter().map(|l| l.id.as_str()).collect();
+    let unknown: Vec<&str> = scores
+        .keys()
+        .map(|k| k.as_str())
+        .filter(|k| !known.contains(k))
+        .collect();
+    if !unknown.is_empty() && !code_dev {
+        bail!(
+            "{}: scores for leaves the rubric does not have: {}",
+            path.display(),
+            unknown.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The verification of `paper verify --out` (verification.json), or a bare verification.
+fn read_verification(path: &Path) -> Result<Verification> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read the verification", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    let inner = value.get("verification").cloned().unwrap_or(value);
+    serde_json::from_value(inner).with_context(|| {
+        format!(
+            "{}: not a verification (expected the verification.json of `reprolab paper verify --out`)",
+            path.display()
+        )
+    })
+}
+
+/// A rubric leaf put to the judge as a criterion: its requirement is the fact.
+fn leaf_as_criterion(leaf: &Rubric) -> Criterion {
+    Criterion {
+        id: leaf.id.clone(),
+        fact: leaf.requirements.clone(),
+        scope: leaf.task_category.clone().unwrap_or_default(),
+        category: "algorithm".into(),
+        source: leaf.requirements.clone(),
+        checks: Vec::new(),
+    }
 }
 
 fn print_tree(g: &Grade, depth: usize) {
