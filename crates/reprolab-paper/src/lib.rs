@@ -10,12 +10,14 @@
 //!   execution probes (a [`verify::Prober`]), then a [`verify::Judge`].
 //! - [`judge`]: the LLM judge (PaperBench's Expectations / Reality / Score, k votes), over
 //!   the code as [`code`] shows it to a model.
+//! - [`edit`]: SEARCH/REPLACE edit blocks, parsed and applied (exact, then indentation-blind).
 //! - [`rubric`]: PaperBench's rubric trees and their grading, exactly as PaperBench aggregates,
 //!   with its Code-Dev reduction and invalid (unjudged) leaves kept visible.
 
 pub mod checks;
 pub mod code;
 pub mod codefacts;
+pub mod edit;
 pub mod extract;
 pub mod fingerprint;
 pub mod judge;
