@@ -22,11 +22,12 @@ def lr_at(step, total_steps, peak_lr=PEAK_LR, warmup_steps=WARMUP_STEPS, min_lr=
     return min_lr + 0.5 * (peak_lr - min_lr) * (1 + math.cos(math.pi * min(progress, 1.0)))
 
 
-def synthetic_data(n=256, size=16, num_classes=10, seed=0):
+def synthetic_data(n=256, size=16, num_classes=10, seed=0, class_seed=0):
     g = torch.Generator().manual_seed(seed)
     y = torch.randint(0, num_classes, (n,), generator=g)
     x = torch.randn(n, 3, size, size, generator=g)
-    x[:, y % 3] += (y.float() / num_classes)[:, None, None]  # class-dependent channel offset
+    offsets = torch.randn(num_classes, 3, generator=torch.Generator().manual_seed(class_seed))
+    x += offsets[y][:, :, None, None]                       # class-dependent channel means
     return x, y
 
 
