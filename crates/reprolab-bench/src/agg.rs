@@ -1,6 +1,6 @@
 //! Aggregates over a benchmark's rows and how the tables print them.
 
-use reprolab_report::{Cell, Table};
+use reprolab_report::{Cell, Section, Table};
 
 /// The mean, `None` for no values.
 pub fn mean(v: &[f64]) -> Option<f64> {
@@ -36,6 +36,25 @@ pub fn string_table(rows: &[Vec<String>]) -> Table {
             .iter()
             .map(|r| r.iter().map(|c| Cell::from(c.clone())).collect())
             .collect(),
+    }
+}
+
+/// A report section of tables.
+pub fn section(heading: &str, paragraphs: Vec<String>, tables: Vec<Table>) -> Section {
+    Section {
+        heading: heading.into(),
+        paragraphs,
+        tables,
+        figures: vec![],
+    }
+}
+
+/// `k/n (p%)`, or "-" for none.
+pub fn pct(k: usize, n: usize) -> String {
+    if n == 0 {
+        "-".into()
+    } else {
+        format!("{k}/{n} ({:.1}%)", 100.0 * k as f64 / n as f64)
     }
 }
 

@@ -13,12 +13,15 @@
 //! - [`repair`]: `bench repair` rows (also with `--minimize`), AJ after alternative ground
 //!   truths, Table 9, Figure 3, the per engine and budget summary and the targets.
 //! - [`neutrality`]: the neutrality graph's picture (the study's Figure 1).
+//! - [`paper`]: `bench paper` rows (the verifier on reference and mutated implementations,
+//!   rubric grades, fingerprint recall) and their report.
 //! - [`reproduce`]: `bench reproduce` rows (verify and reproduce runs) and their reports.
 
 pub mod agg;
 pub mod faults;
 pub mod localize;
 pub mod neutrality;
+pub mod paper;
 pub mod repair;
 pub mod reproduce;
 pub mod results;

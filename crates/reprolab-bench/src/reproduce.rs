@@ -4,10 +4,10 @@
 //! * **reproduce** (a model): the generate-run-refine loop per bug; the reproduction rate by
 //!   symptom, framework and root cause, with attempts, calls, tokens, cost and time per bug.
 
-use reprolab_report::{Cell, Report, Section, Table};
+use reprolab_report::{Cell, Report, Table};
 use serde::{Deserialize, Serialize};
 
-use crate::agg::{fmt2, mean, string_table};
+use crate::agg::{fmt2, mean, pct, section, string_table};
 
 /// The verdict on one script.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,24 +80,6 @@ impl ReproduceRow {
     pub fn line(&self) -> String {
         let not = if self.reproduced { "" } else { "not " };
         format!("{}: {not}reproduced", self.id)
-    }
-}
-
-/// A report section of tables.
-fn section(heading: &str, paragraphs: Vec<String>, tables: Vec<Table>) -> Section {
-    Section {
-        heading: heading.into(),
-        paragraphs,
-        tables,
-        figures: vec![],
-    }
-}
-
-fn pct(k: usize, n: usize) -> String {
-    if n == 0 {
-        "-".into()
-    } else {
-        format!("{k}/{n} ({:.1}%)", 100.0 * k as f64 / n as f64)
     }
 }
 

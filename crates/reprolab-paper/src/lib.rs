@@ -1,5 +1,7 @@
 //! Paper reproduction (docs/paper.md).
 //!
+//! - [`benchmark`]: the bundled papers (benchmarks/papers): gold fingerprint, rubric, reference
+//!   and mutated implementations, known violations.
 //! - [`fingerprint`]: a paper's criteria (fact, scope, category, source sentence, checks),
 //!   grounding and de-duplication.
 //! - [`extract`]: a fingerprint extracted by an LLM section by section, then grounded, filtered
@@ -14,6 +16,7 @@
 //! - [`rubric`]: PaperBench's rubric trees and their grading, exactly as PaperBench aggregates,
 //!   with its Code-Dev reduction and invalid (unjudged) leaves kept visible.
 
+pub mod benchmark;
 pub mod checks;
 pub mod code;
 pub mod codefacts;

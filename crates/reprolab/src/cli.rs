@@ -655,6 +655,47 @@ are rewritten at the end. Every script run is cached in the store.",
         after_help = "Examples:\n  reprolab bench reproduce benchmarks/bugs --verify-only --out bench-bugs-verify\n  reprolab bench reproduce benchmarks/bugs --llm local:smollm2 --attempts 2 --out bench-bugs-smollm2"
     )]
     Reproduce(BenchReproduceArgs),
+    /// Paper reproduction on the bundled papers: the verifier on reference and mutated
+    /// implementations (violations caught, false alarms, per checker), rubric grades, and with
+    /// --llm the judge and the recall of extracted fingerprints.
+    #[command(
+        long_about = "Paper reproduction on the bundled papers (benchmarks/papers: paper, gold fingerprint, \
+rubric, reference implementation, mutated implementation with known violations). Without a model, \
+each gold fingerprint is verified against both implementations by static checks and execution \
+probes: every violation a check can see must be caught, and no criterion may fail where there is \
+no violation (a false alarm). Rubrics are graded from the verifications. With --llm, the judge \
+decides what no check does, and the model's own fingerprint of each paper is scored for recall \
+against the gold criteria. Rows are appended to OUT/results.jsonl as each paper finishes (a killed \
+run resumes); OUT/report.md and report.html are rewritten at the end; every probe run is cached \
+in the store. Exit 0 when every machine-detectable violation is caught without a false alarm.",
+        after_help = "Examples:\n  reprolab bench paper --out bench-paper\n  reprolab bench paper --only mixup,focal-loss --llm ollama:qwen2.5:7b --out bench-paper-qwen"
+    )]
+    Paper(BenchPaperArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchPaperArgs {
+    /// Directory of paper directories.
+    #[arg(default_value = "benchmarks/papers")]
+    pub benchmark: PathBuf,
+    /// Output directory (results.jsonl, report.md, report.html, verifications per paper).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Only these papers (comma-separated names).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub only: Vec<String>,
+    /// Time limit of one probe.
+    #[arg(long, default_value_t = 120.0, value_name = "SECONDS")]
+    pub timeout: f64,
+    /// Run every probe in a fresh Python process instead of a forked child of a warm worker.
+    #[arg(long)]
+    pub cold: bool,
+    /// Judge votes per criterion no check decides.
+    #[arg(long, default_value_t = 3, value_name = "K")]
+    pub votes: u32,
+    /// The judge and fingerprint extractor; without it, checks only.
+    #[command(flatten)]
+    pub llm: crate::llm::LlmArgs,
 }
 
 #[derive(Debug, Args)]

@@ -61,6 +61,7 @@ fn main() -> ExitCode {
             Command::Bench(cli::BenchCommand::Localize(a)) => {
                 commands::bench_localize::run(g, a).await
             }
+            Command::Bench(cli::BenchCommand::Paper(a)) => commands::paper::bench(g, a).await,
             Command::Bench(cli::BenchCommand::Reproduce(a)) => {
                 commands::reproduce::bench(g, a).await
             }

@@ -357,3 +357,38 @@ fn grade_scores_leaves_from_a_verification_and_judges_the_rest() {
         "only the unscored leaf is judged"
     );
 }
+
+/// The target of the verifier without a model: on the bundled papers, every violation a static
+/// check or a probe can see is caught, and no criterion fails where there is no violation.
+#[test]
+fn the_bundled_papers_violations_are_caught_without_false_alarms() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bench = repo().join("benchmarks/papers");
+    let out = run(reprolab(tmp.path())
+        .args(["--json", "bench", "paper"])
+        .arg(&bench)
+        .args(["--out", "bp"]));
+    assert_eq!(out.status.code(), Some(0), "targets met");
+    let rows = json(&out);
+    let rows = rows.as_array().unwrap();
+    assert!(rows.len() >= 6, "at least six papers");
+    for r in rows {
+        assert_eq!(r["false_alarms_reference"], json!([]), "{r}");
+        assert_eq!(r["false_alarms_mutated"], json!([]), "{r}");
+        for v in r["violations"].as_array().unwrap() {
+            if v["detectable_by"] != "judge" {
+                assert_eq!(v["caught"], true, "{}: {v}", r["paper"]);
+                assert_eq!(v["caught_by"], v["detectable_by"], "{}: {v}", r["paper"]);
+            }
+        }
+        assert_eq!(r["reference"]["fail"], 0);
+    }
+    let report = std::fs::read_to_string(tmp.path().join("bp/report.md")).unwrap();
+    assert!(report.contains("| violations a static check or a probe can see, caught |"));
+    // A second run resumes from results.jsonl: nothing is verified again.
+    let again = run(reprolab(tmp.path())
+        .args(["--json", "bench", "paper"])
+        .arg(&bench)
+        .args(["--out", "bp"]));
+    assert_eq!(json(&again).as_array().unwrap().len(), rows.len());
+}

@@ -107,3 +107,24 @@ pub fn seed_range(first: u64, runs: usize) -> anyhow::Result<Vec<u64>> {
         })?;
     Ok((first..=last).collect())
 }
+
+/// Write a bench's report (report.md, report.html) into `out` and print it (or, with --json,
+/// the rows).
+pub fn publish<T: Serialize>(
+    g: &crate::cli::Global,
+    out: &std::path::Path,
+    report: &reprolab_bench::Report,
+    rows: &[T],
+) -> Result<()> {
+    use anyhow::Context;
+    let path = report
+        .write(out)
+        .with_context(|| format!("writing the report into {}", out.display()))?;
+    if g.json {
+        println!("{}", serde_json::to_string(rows)?);
+    } else {
+        println!("{}", report.to_markdown());
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}

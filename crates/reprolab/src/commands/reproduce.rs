@@ -672,7 +672,7 @@ async fn bench_verify(
         pb.inc(1);
     }
     pb.finish_and_clear();
-    publish(
+    super::publish(
         g,
         &a.out,
         &reprolab_bench::reproduce::verify_report(&rows),
@@ -784,30 +784,11 @@ async fn bench_llm(
         }
     }
     pb.finish_and_clear();
-    publish(
+    super::publish(
         g,
         &a.out,
         &reprolab_bench::reproduce::reproduce_report(&rows),
         &rows,
     )?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Write a bench's report into `out` and print it (the rows as JSON with --json).
-fn publish<T: serde::Serialize>(
-    g: &Global,
-    out: &Path,
-    report: &reprolab_bench::Report,
-    rows: &[T],
-) -> Result<()> {
-    let path = report
-        .write(out)
-        .with_context(|| format!("writing the report into {}", out.display()))?;
-    if g.json {
-        println!("{}", serde_json::to_string(rows)?);
-    } else {
-        println!("{}", report.to_markdown());
-        println!("wrote {}", path.display());
-    }
-    Ok(())
 }

@@ -1,0 +1,111 @@
+//! `reprolab bench paper`: the verifier over the bundled papers (reference and mutated
+//! implementations against the gold fingerprint), rubric grades from the verifications, and
+//! with a model, the judge for what no check decides and the recall of extracted fingerprints.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use reprolab_bench::ResultsFile;
+use reprolab_bench::paper::{PaperRow, Recall, report, row, targets_met};
+use reprolab_paper::benchmark::BundledPaper;
+use reprolab_paper::extract;
+use reprolab_paper::judge::LlmJudge;
+use reprolab_reproduce::run::WarmPools;
+
+use super::{Verifier, check_votes};
+use crate::cli::{BenchPaperArgs, Global};
+use crate::{context, progress};
+
+pub async fn bench(g: &Global, a: &BenchPaperArgs) -> Result<ExitCode> {
+    check_votes(a.votes)?;
+    let mut papers = BundledPaper::load_all(&a.benchmark)?;
+    papers.retain(|p| a.only.is_empty() || a.only.contains(&p.name));
+    if papers.is_empty() {
+        bail!(
+            "--only {}: no paper of {} has such a name",
+            a.only.join(","),
+            a.benchmark.display()
+        );
+    }
+    let env = context::python_env(g).await?;
+    let store = (!g.no_cache).then(|| context::open_store(g)).transpose()?;
+    let warm = (!a.cold).then(|| WarmPools::new(1));
+    let verifier = Verifier::new(&env, store.as_ref(), warm.as_ref(), a.timeout)?;
+    let session = a
+        .llm
+        .llm
+        .is_some()
+        .then(|| crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None))
+        .transpose()?;
+    let model = session.as_ref().map(|s| s.model.name());
+    let (mut results, done) = ResultsFile::open::<PaperRow>(&a.out)?;
+    let mut rows: Vec<PaperRow> = done.into_iter().filter(|r| r.model == model).collect();
+    let pb = progress::bar(papers.len() as u64, "papers", g.json);
+    for paper in &papers {
+        if rows.iter().any(|r| r.paper == paper.name) {
+            pb.inc(1);
+            continue;
+        }
+        pb.set_message(paper.name.clone());
+        let started = std::time::Instant::now();
+        let before = session.as_ref().map(|s| s.meter.snapshot().calls);
+        let text = std::fs::read_to_string(&paper.paper)
+            .with_context(|| format!("{}: cannot read the paper", paper.paper.display()))?;
+        let judge = session.as_ref().map(|s| LlmJudge {
+            model: s.model.as_ref(),
+            paper: &text,
+            votes: a.votes,
+            max_tokens: 1024,
+        });
+        let reference = verifier
+            .verify(&paper.fingerprint, &paper.reference, judge.as_ref(), |_| {})
+            .await?;
+        let mutated = verifier
+            .verify(&paper.fingerprint, &paper.mutated, judge.as_ref(), |_| {})
+            .await?;
+        let mut r = row(paper, &reference, &mutated);
+        if let Some(s) = &session {
+            let chunks = extract::chunks(&text);
+            let title = chunks
+                .first()
+                .map(|c| c.heading.clone())
+                .unwrap_or_default();
+            let ex = extract::extract(s.model.as_ref(), &title, &text, &chunks, 2048, |_| {}).await;
+            r.recall = Some(Recall {
+                gold: paper.fingerprint.criteria.len(),
+                recalled: extract::recalled(&paper.fingerprint, &ex.fingerprint).len(),
+                extracted: ex.fingerprint.criteria.len(),
+                dropped: ex.dropped.len(),
+            });
+            r.llm_calls = s.meter.snapshot().calls - before.unwrap_or(0);
+        }
+        r.model = model.clone();
+        r.time_s = started.elapsed().as_secs_f64();
+        let dir = a.out.join(&paper.name);
+        std::fs::create_dir_all(&dir)
+            .and_then(|_| {
+                for (name, v) in [("reference", &reference), ("mutated", &mutated)] {
+                    std::fs::write(
+                        dir.join(format!("{name}.verification.json")),
+                        serde_json::to_string_pretty(v).unwrap_or_default(),
+                    )?;
+                }
+                Ok(())
+            })
+            .with_context(|| format!("writing the verifications into {}", dir.display()))?;
+        progress::line(&pb, &r.line());
+        results.append(&r)?;
+        rows.push(r);
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    if let Some(w) = &warm {
+        w.shutdown().await;
+    }
+    super::super::publish(g, &a.out, &report(&rows), &rows)?;
+    Ok(if targets_met(&rows) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

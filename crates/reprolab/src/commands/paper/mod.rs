@@ -1,0 +1,171 @@
+//! `reprolab paper`: wiring of the paper crate. What the verbs share: the fingerprint as the
+//! paper grounds it, and a [`Verifier`] that reads a directory's facts and runs its probes in the
+//! sandbox.
+
+mod bench;
+mod fingerprint;
+mod grade;
+mod verify;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use reprolab_exec::PythonEnv;
+use reprolab_paper::codefacts;
+use reprolab_paper::fingerprint::{Dropped, Fingerprint};
+use reprolab_paper::judge::LlmJudge;
+use reprolab_paper::verify::{NoJudge, ProbeRun, Prober, Verdict, Verification, verify};
+use reprolab_reproduce::observe::RunStatus;
+use reprolab_reproduce::run::{ScriptRunner, WarmPools, default_limits};
+use reprolab_store::Store;
+
+pub use bench::bench;
+pub use fingerprint::fingerprint;
+pub use grade::grade;
+pub use verify::verify_cmd;
+
+use crate::error::Infrastructure;
+
+fn check_votes(votes: u32) -> Result<()> {
+    if votes == 0 || votes > 15 {
+        bail!("--votes is {votes}; expected 1 to 15");
+    }
+    Ok(())
+}
+
+/// Verifies code directories in one environment: their static facts by the environment's
+/// Python, their probes in the sandbox (warm workers when given), every probe run cached.
+pub struct Verifier<'a> {
+    env: &'a PythonEnv,
+    store: Option<&'a Store>,
+    warm: Option<&'a WarmPools>,
+    timeout_s: f64,
+}
+
+impl<'a> Verifier<'a> {
+    pub fn new(
+        env: &'a PythonEnv,
+        store: Option<&'a Store>,
+        warm: Option<&'a WarmPools>,
+        timeout_s: f64,
+    ) -> Result<Verifier<'a>> {
+        if !(timeout_s.is_finite() && timeout_s > 0.0) {
+            bail!("--timeout is {timeout_s}; expected seconds > 0");
+        }
+        Ok(Verifier {
+            env,
+            store,
+            warm,
+            timeout_s,
+        })
+    }
+
+    /// Every criterion of `fingerprint` decided against `code` (the judge, if any, for what
+    /// no check decides).
+    pub async fn verify(
+        &self,
+        fingerprint: &Fingerprint,
+        code: &Path,
+        judge: Option<&LlmJudge<'_>>,
+        on_verdict: impl FnMut(&Verdict),
+    ) -> Result<Verification> {
+        let code = std::path::absolute(code).unwrap_or_else(|_| code.to_path_buf());
+        let facts = {
+            let (python, pythonpath, code) = (
+                self.env.python.clone(),
+                self.env.pythonpath.clone(),
+                code.clone(),
+            );
+            tokio::task::spawn_blocking(move || {
+                codefacts::extract(&python, pythonpath.as_deref(), &code)
+            })
+            .await
+            .context(Infrastructure("reading the code's facts"))??
+        };
+        let prober = SandboxProber {
+            runner: ScriptRunner {
+                env: self.env,
+                limits: reprolab_core::manifest::Limits {
+                    timeout_s: self.timeout_s,
+                    ..default_limits()
+                },
+                paths: Vec::new(),
+                parallel: 1,
+                store: self.store,
+                warm: self.warm,
+            },
+            code_hash: reprolab_core::hash::hash_tree(&code)
+                .with_context(|| format!("{}: cannot read the code", code.display()))?,
+        };
+        Ok(match judge {
+            Some(j) => verify(fingerprint, &facts, &code, &prober, j, on_verdict).await,
+            None => verify(fingerprint, &facts, &code, &prober, &NoJudge, on_verdict).await,
+        })
+    }
+}
+
+/// The fingerprint (given, or `fingerprint.json` beside the paper) with the criteria whose
+/// source is not in the paper dropped, and merged duplicates.
+fn grounded_fingerprint(
+    paper: &Path,
+    text: &str,
+    given: Option<&Path>,
+) -> Result<(Fingerprint, Vec<Dropped>)> {
+    let path: PathBuf = match given {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let beside = paper.with_file_name("fingerprint.json");
+            if !beside.is_file() {
+                bail!(
+                    "{}: no fingerprint: give --fingerprint FILE (there is no fingerprint.json beside the paper)",
+                    paper.display()
+                );
+            }
+            beside
+        }
+    };
+    let mut fingerprint = Fingerprint::load(&path)?;
+    let mut dropped = fingerprint.ground(text);
+    dropped.extend(fingerprint.dedupe());
+    for d in &dropped {
+        eprintln!("note: criterion {} left out: {}", d.id, d.reason);
+    }
+    Ok((fingerprint, dropped))
+}
+
+/// Probes run as reproduction scripts: one seed, in the sandbox, cached under the script, which
+/// carries the code's content hash (an edited implementation is probed again).
+struct SandboxProber<'a> {
+    runner: ScriptRunner<'a>,
+    code_hash: String,
+}
+
+impl Prober for SandboxProber<'_> {
+    async fn probe(&self, code_dir: &Path, script: &str) -> ProbeRun {
+        let dir = serde_json::to_string(&code_dir.display().to_string()).unwrap_or_default();
+        let wrapped = format!(
+            "# reprolab paper probe; code {}\nimport os as _os, sys as _sys\n_os.chdir({dir})\n_sys.path.insert(0, {dir})\n{script}\n",
+            self.code_hash
+        );
+        let runs = self.runner.run("paper probe", &wrapped, &[0]).await;
+        let Some(run) = runs.first() else {
+            return ProbeRun::Error("the probe did not run".into());
+        };
+        match (run.status, run.exceptions.first()) {
+            (RunStatus::Ok, _) => ProbeRun::Passed,
+            (RunStatus::Exception, Some(e)) if e.type_name == "AssertionError" => {
+                ProbeRun::AssertionFailed(e.message.clone())
+            }
+            _ => ProbeRun::Error(run.headline()),
+        }
+    }
+}
+
+fn clip(s: &str, n: usize) -> String {
+    let s = s.lines().next().unwrap_or("");
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(n - 1).collect::<String>())
+    }
+}
