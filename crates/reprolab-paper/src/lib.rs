@@ -13,6 +13,8 @@
 //! - [`judge`]: the LLM judge (PaperBench's Expectations / Reality / Score, k votes), over
 //!   the code as [`code`] shows it to a model.
 //! - [`edit`]: SEARCH/REPLACE edit blocks, parsed and applied (exact, then indentation-blind).
+//! - [`implement`]: the implement loop: plan, write, then rounds of smoke run → verify →
+//!   revise with SEARCH/REPLACE edits, every round kept and resumable.
 //! - [`rubric`]: PaperBench's rubric trees and their grading, exactly as PaperBench aggregates,
 //!   with its Code-Dev reduction and invalid (unjudged) leaves kept visible.
 
@@ -23,6 +25,7 @@ pub mod codefacts;
 pub mod edit;
 pub mod extract;
 pub mod fingerprint;
+pub mod implement;
 pub mod judge;
 pub mod rubric;
 pub mod verify;

@@ -222,6 +222,56 @@ and why goes to standard error (and into --json).",
         after_help = "Examples:\n  reprolab paper fingerprint paper.md --llm ollama:qwen2.5:7b\n  reprolab paper fingerprint benchmarks/papers/mixup/paper.md --llm openai:gpt-4o-mini --out /tmp/mixup.json"
     )]
     Fingerprint(PaperFingerprintArgs),
+    /// Implement a paper with an LLM: plan the files, write them, then rounds of smoke run →
+    /// verify → revise until no criterion fails.
+    #[command(
+        long_about = "Implement a paper with an LLM. The model plans a small PyTorch project \
+(Paper2Code-style: files in dependency order and an entry script), writes the files one by one, \
+then each round: a smoke run in the sandbox (`python ENTRY --smoke`: one short training; it must \
+exit cleanly and print a finite `loss: <value>`), the verifier on every criterion of the \
+fingerprint (static checks, probes, with --judge the LLM judge), and a revision: the failing \
+criteria with their evidence and the smoke run's error go back to the model, which answers with \
+a revision plan and SEARCH/REPLACE edits (a block that does not apply is reported back once). It \
+stops when the smoke run passes and no criterion fails, or after --rounds. The fingerprint is \
+--fingerprint, else fingerprint.json beside the paper, else extracted by the model (kept in \
+OUT/fingerprint.json). Every round is kept in OUT/.rounds/N/ (code, smoke.json, \
+verification.json, revision.md) and OUT/implementation.json is rewritten after each step: run \
+the same command again to resume. Exit 0 when the last round passed.",
+        after_help = "Examples:\n  reprolab paper implement benchmarks/papers/mixup/paper.md --llm ollama:qwen2.5-coder:7b --out mixup-impl\n  reprolab paper implement paper.md --fingerprint fp.json --rounds 6 --judge --llm openai:gpt-4o-mini --out impl/"
+    )]
+    Implement(PaperImplementArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PaperImplementArgs {
+    /// The paper (Markdown or text).
+    pub paper: PathBuf,
+    /// Where the code goes (and the rounds, and the state to resume from).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The fingerprint; default: fingerprint.json beside the paper, else extracted by the model.
+    #[arg(long, value_name = "FILE")]
+    pub fingerprint: Option<PathBuf>,
+    /// Most verify → revise rounds (RePro: 4 worked best).
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub rounds: u32,
+    /// Also ask the model to judge the criteria no check decides (one vote each).
+    #[arg(long)]
+    pub judge: bool,
+    /// Most tokens of one answer.
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    pub max_tokens: u32,
+    /// Time limit of one probe.
+    #[arg(long, default_value_t = 120.0, value_name = "SECONDS")]
+    pub timeout: f64,
+    /// Time limit of the smoke run.
+    #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
+    pub smoke_timeout: f64,
+    /// Run in fresh Python processes instead of forked children of a warm worker.
+    #[arg(long)]
+    pub cold: bool,
+    #[command(flatten)]
+    pub llm: crate::llm::LlmArgs,
 }
 
 #[derive(Debug, Args)]

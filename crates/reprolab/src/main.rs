@@ -73,6 +73,9 @@ fn main() -> ExitCode {
             Command::Reproduce(a) => commands::reproduce::run(g, a).await,
             Command::Paper(cli::PaperCommand::Grade(a)) => commands::paper::grade(g, a).await,
             Command::Paper(cli::PaperCommand::Verify(a)) => commands::paper::verify_cmd(g, a).await,
+            Command::Paper(cli::PaperCommand::Implement(a)) => {
+                commands::paper::implement(g, a).await
+            }
             Command::Paper(cli::PaperCommand::Fingerprint(a)) => {
                 commands::paper::fingerprint(g, a).await
             }

@@ -392,3 +392,76 @@ fn the_bundled_papers_violations_are_caught_without_false_alarms() {
         .args(["--out", "bp"]));
     assert_eq!(json(&again).as_array().unwrap().len(), rows.len());
 }
+
+fn fenced(code: &str) -> FakeReply {
+    FakeReply::Text(format!("Here it is:\n```python\n{code}```\n"))
+}
+
+#[test]
+fn implement_plans_writes_and_revises_until_no_criterion_fails_then_resumes_as_done() {
+    let tmp = tempfile::tempdir().unwrap();
+    small_paper(tmp.path());
+    let sm = "import torch\nEPSILON = 0.1\n\ndef smooth(y, k, eps=EPSILON):\n    return (1 - eps) * torch.nn.functional.one_hot(y, k).float() + eps / k\n\nopt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1, momentum=0.8)\n";
+    let train = "import sys\nimport torch\nfrom sm import smooth\n\nif __name__ == '__main__':\n    t = smooth(torch.tensor([1, 2]), 4)\n    loss = -(t * torch.log_softmax(torch.zeros(2, 4), 1)).sum(1).mean()\n    print(f'loss: {loss.item():.4f}')\n";
+    let server = FakeServer::start_background(
+        Flavor::OpenAi,
+        [
+            FakeReply::Text(json!({"files": [{"path": "sm.py", "purpose": "smoothing"}, {"path": "train.py", "purpose": "entry"}], "entry": "train.py"}).to_string()),
+            fenced(sm),
+            fenced(train),
+            FakeReply::Text("Plan: sm.py: momentum 0.9.\n\nsm.py\n<<<<<<< SEARCH\nopt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1, momentum=0.8)\n=======\nopt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1, momentum=0.9)\n>>>>>>> REPLACE\n".into()),
+        ],
+    );
+    let implement = |spec: &str| {
+        run(reprolab_without_llm_settings(tmp.path()).args([
+            "--json",
+            "paper",
+            "implement",
+            "paper.md",
+            "--out",
+            "impl",
+            "--llm",
+            spec,
+        ]))
+    };
+    let out = implement(&format!("openai:fake@{}", server.base_url()));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    let rounds = v["implementation"]["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 2, "{v}");
+    assert_eq!(rounds[0]["failed"], json!(["C2"]));
+    assert_eq!(rounds[0]["smoke"]["ok"], true, "{}", rounds[0]["smoke"]);
+    assert_eq!(rounds[0]["files_changed"], json!(["sm.py"]));
+    assert_eq!(rounds[1]["fail"], 0);
+    let impl_dir = tmp.path().join("impl");
+    assert!(
+        std::fs::read_to_string(impl_dir.join("sm.py"))
+            .unwrap()
+            .contains("momentum=0.9")
+    );
+    assert!(
+        std::fs::read_to_string(impl_dir.join(".rounds/0/code/sm.py"))
+            .unwrap()
+            .contains("momentum=0.8")
+    );
+    assert!(impl_dir.join(".rounds/1/revision.md").is_file());
+    assert!(impl_dir.join(".rounds/2/verification.json").is_file());
+    assert_eq!(server.requests().len(), 4);
+    // The revision prompt carries the failing criterion's evidence.
+    let revision = server.requests()[3].body["messages"].to_string();
+    assert!(
+        revision.contains("momentum=0.8") && revision.contains("C2"),
+        "{revision}"
+    );
+    // Run again: it is done, nothing is asked.
+    let dead = FakeServer::start_background(Flavor::OpenAi, []);
+    dead.set_fallback(FakeReply::Status(500, None));
+    let again = implement(&format!("openai:fake@{}", dead.base_url()));
+    assert_eq!(again.status.code(), Some(0));
+    assert_eq!(dead.request_count(), 0);
+}

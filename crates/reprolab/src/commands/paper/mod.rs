@@ -5,6 +5,7 @@
 mod bench;
 mod fingerprint;
 mod grade;
+mod implement;
 mod verify;
 
 use std::path::{Path, PathBuf};
@@ -22,6 +23,7 @@ use reprolab_store::Store;
 pub use bench::bench;
 pub use fingerprint::fingerprint;
 pub use grade::grade;
+pub use implement::implement;
 pub use verify::verify_cmd;
 
 use crate::error::Infrastructure;

@@ -1,0 +1,208 @@
+//! `reprolab paper implement`: the implement loop of the paper crate, with the smoke run and the
+//! verifier in the sandbox.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use reprolab_paper::extract;
+use reprolab_paper::fingerprint::Fingerprint;
+use reprolab_paper::implement::{
+    self, BoxError, Brief, Event, Options, SMOKE_FLAG, Smoke, Workshop, judge_smoke,
+};
+use reprolab_paper::judge::LlmJudge;
+use reprolab_paper::verify::Verification;
+use reprolab_reproduce::observe::RunStatus;
+use reprolab_reproduce::run::{ScriptRunner, WarmPools, default_limits};
+
+use super::{Verifier, grounded_fingerprint};
+use crate::cli::{Global, PaperImplementArgs};
+use crate::{context, progress};
+
+pub async fn implement(g: &Global, a: &PaperImplementArgs) -> Result<ExitCode> {
+    if a.rounds == 0 || a.rounds > 20 {
+        bail!("--rounds is {}; expected 1 to 20", a.rounds);
+    }
+    let text = std::fs::read_to_string(&a.paper)
+        .with_context(|| format!("{}: cannot read the paper", a.paper.display()))?;
+    let chunks = extract::chunks(&text);
+    let title = chunks
+        .first()
+        .map(|c| c.heading.clone())
+        .unwrap_or_default();
+    let session = crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?;
+    let model = session.model.as_ref();
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let fingerprint = fingerprint_for(g, a, &text, &title, &chunks, model).await?;
+    let env = context::python_env(g).await?;
+    let store = (!g.no_cache).then(|| context::open_store(g)).transpose()?;
+    let warm = (!a.cold).then(|| WarmPools::new(1));
+    let judge = a.judge.then(|| LlmJudge {
+        model,
+        paper: &text,
+        votes: 1,
+        max_tokens: 1024,
+    });
+    let workshop = SandboxWorkshop {
+        verifier: Verifier::new(&env, store.as_ref(), warm.as_ref(), a.timeout)?,
+        smoke: ScriptRunner {
+            env: &env,
+            limits: reprolab_core::manifest::Limits {
+                timeout_s: a.smoke_timeout,
+                ..default_limits()
+            },
+            paths: Vec::new(),
+            parallel: 1,
+            store: store.as_ref(),
+            warm: warm.as_ref(),
+        },
+        fingerprint: &fingerprint,
+        judge: judge.as_ref(),
+    };
+    let brief = Brief {
+        title: &title,
+        paper: &text,
+        fingerprint: &fingerprint,
+        lineage: &[],
+    };
+    let opts = Options {
+        rounds: a.rounds,
+        max_tokens: a.max_tokens,
+        ..Options::default()
+    };
+    let sp = progress::spinner("planning", g.json);
+    let result = implement::implement(model, &brief, &a.out, &workshop, &opts, |e| {
+        let line = match e {
+            Event::Planned(p) => format!("plan: {} files, entry {}", p.files.len(), p.entry),
+            Event::Wrote(path) => format!("wrote {path}"),
+            Event::Judged(r) => format!(
+                "round {}: smoke {}; {} pass, {} fail, {} undecided",
+                r.number,
+                if r.smoke.ok { "ok" } else { "FAILED" },
+                r.pass,
+                r.fail,
+                r.undecided
+            ),
+            Event::Revised(r) => format!(
+                "round {}: {} edits applied, {} failed; changed {}",
+                r.number,
+                r.edits_applied,
+                r.edits_failed,
+                if r.files_changed.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    r.files_changed.join(", ")
+                }
+            ),
+        };
+        progress::line(&sp, &line);
+    })
+    .await;
+    sp.finish_and_clear();
+    if let Some(w) = &warm {
+        w.shutdown().await;
+    }
+    let state = result?;
+    if g.json {
+        println!(
+            "{}",
+            serde_json::json!({"out": a.out.display().to_string(), "implementation": state,
+                               "llm": session.meter.snapshot()})
+        );
+    } else {
+        match state.rounds.last() {
+            Some(r) => println!(
+                "{}: {} after {} rounds: smoke run {}, {} pass, {} fail, {} undecided of {} criteria; rounds kept in {}",
+                a.out.display(),
+                state.stopped.as_deref().unwrap_or("stopped"),
+                state.rounds.len(),
+                if r.smoke.ok { "passes" } else { "fails" },
+                r.pass,
+                r.fail,
+                r.undecided,
+                fingerprint.criteria.len(),
+                a.out.join(".rounds").display()
+            ),
+            None => println!("{}: no round ran", a.out.display()),
+        }
+    }
+    Ok(if state.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The given fingerprint, else the one beside the paper, else one the model extracts (kept in
+/// OUT/fingerprint.json, so a resumed run extracts nothing again).
+async fn fingerprint_for(
+    g: &Global,
+    a: &PaperImplementArgs,
+    text: &str,
+    title: &str,
+    chunks: &[extract::Chunk],
+    model: &dyn reprolab_llm::ChatModel,
+) -> Result<Fingerprint> {
+    let kept = a.out.join("fingerprint.json");
+    let given = a.fingerprint.clone().or_else(|| {
+        [a.paper.with_file_name("fingerprint.json"), kept.clone()]
+            .into_iter()
+            .find(|p| p.is_file())
+    });
+    if let Some(path) = given {
+        return Ok(grounded_fingerprint(&a.paper, text, Some(&path))?.0);
+    }
+    let sp = progress::spinner("extracting the fingerprint", g.json);
+    let ex = extract::extract(model, title, text, chunks, a.max_tokens, |c| {
+        sp.set_message(c.heading.clone())
+    })
+    .await;
+    sp.finish_and_clear();
+    if ex.fingerprint.criteria.is_empty() {
+        bail!(
+            "{}: the model found no criterion in the paper ({} sections read); give --fingerprint FILE",
+            a.paper.display(),
+            ex.calls
+        );
+    }
+    std::fs::write(&kept, serde_json::to_string_pretty(&ex.fingerprint)? + "\n")
+        .with_context(|| format!("writing {}", kept.display()))?;
+    Ok(ex.fingerprint)
+}
+
+struct SandboxWorkshop<'a> {
+    verifier: Verifier<'a>,
+    smoke: ScriptRunner<'a>,
+    fingerprint: &'a Fingerprint,
+    judge: Option<&'a LlmJudge<'a>>,
+}
+
+impl Workshop for SandboxWorkshop<'_> {
+    async fn smoke(&self, dir: &Path, entry: &str) -> Smoke {
+        let dir = &std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let code_hash = reprolab_core::hash::hash_tree(dir).unwrap_or_default();
+        let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        let (d, e) = (quoted(&dir.display().to_string()), quoted(entry));
+        let script = format!(
+            "# reprolab paper smoke run; code {code_hash}\nimport os as _os, runpy as _runpy, sys as _sys\n\
+_os.chdir({d})\n_sys.path.insert(0, {d})\n_sys.argv = [{e}, {flag}]\n_runpy.run_path({e}, run_name=\"__main__\")\n",
+            flag = quoted(SMOKE_FLAG)
+        );
+        let runs = self.smoke.run("paper smoke", &script, &[0]).await;
+        match runs.first() {
+            Some(run) => judge_smoke(
+                run.status == RunStatus::Ok,
+                &run.headline(),
+                &run.output_tail,
+            ),
+            None => judge_smoke(false, "the smoke run did not start", ""),
+        }
+    }
+
+    async fn verify(&self, dir: &Path) -> Result<Verification, BoxError> {
+        self.verifier
+            .verify(self.fingerprint, dir, self.judge, |_| {})
+            .await
+            .map_err(|e| format!("{e:#}").into())
+    }
+}
