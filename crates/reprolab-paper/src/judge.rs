@@ -1,10 +1,12 @@
-//! The LLM judge, the last resort of the verifier: PaperBench's format (# Expectations /
+//! The LLM judge, the last resort of the verifier. It first writes a probe when it can (running
+//! it decides, as for any probe); otherwise it judges in PaperBench's format (# Expectations /
 //! # Reality / # Score 0 or 1), asked `votes` times (distinct seeds) and decided by majority. A
 //! vote whose score cannot be read, or a failed call, is invalid and counts for neither side; a
 //! tie or no valid vote leaves the criterion undecided (PaperBench: a failed judge is not a 0).
 
 use std::path::Path;
 
+use reprolab_llm::parse::extract_code;
 use reprolab_llm::{ChatModel, ChatRequest};
 use serde::{Deserialize, Serialize};
 
@@ -37,23 +39,62 @@ pub struct LlmJudge<'a> {
     pub paper: &'a str,
     pub votes: u32,
     pub max_tokens: u32,
+    /// Before judging, ask for a probe that checks the criterion by running the code.
+    pub write_probes: bool,
 }
+
+const PROBE_SYSTEM: &str = "You write short Python test scripts that check one claim about a \
+code base by running it on a small input. You answer with one fenced Python block, or NONE.";
 
 impl Judge for LlmJudge<'_> {
     async fn judge(&self, criterion: &Criterion, code_dir: &Path) -> CheckResult {
-        let files = code::read_dir(code_dir);
-        let query = format!(
-            "{} {} {}",
-            criterion.fact, criterion.scope, criterion.source
-        );
         let prompt = prompt(
             &paragraph_of(self.paper, &criterion.source),
             &format!("{} (scope: {})", criterion.fact, criterion.scope),
-            &code::render(&code::ranked(&files, &query), CODE_BUDGET),
+            &code_for(criterion, code_dir),
         );
         let votes = self.ask(&prompt).await;
         decide(&votes)
     }
+
+    async fn probe_for(&self, criterion: &Criterion, code_dir: &Path) -> Option<String> {
+        if !self.write_probes {
+            return None;
+        }
+        let prompt = format!(
+            "## The criterion, from a paper\n{} (scope: {})\nThe paper says: {}\n\n## The code \
+(its directory is the working directory and first on sys.path)\n{}\n\nWrite a Python script \
+that checks the criterion by importing this code and running it on a small input: compare an \
+output with the paper's formula computed independently, a shape, a value after initialisation, \
+a schedule at a given step. Use `assert condition, \"expected ..., found ...\"`. No files, no \
+network, a few seconds at most. If running code cannot check this criterion (it is about where \
+data comes from, or wording), answer NONE.",
+            criterion.fact,
+            criterion.scope,
+            paragraph_of(self.paper, &criterion.source),
+            code_for(criterion, code_dir)
+        );
+        let mut req = ChatRequest::with_system(PROBE_SYSTEM, prompt);
+        req.max_tokens = self.max_tokens;
+        let answer = self.model.chat(&req).await.ok()?;
+        let text = answer.text();
+        if text.trim().trim_matches('.').eq_ignore_ascii_case("none") {
+            return None;
+        }
+        extract_code(text, &|_| true)
+            .code
+            .filter(|c| !c.trim().is_empty())
+    }
+}
+
+/// The code the model sees for `criterion`: the files that mention it most first.
+fn code_for(criterion: &Criterion, code_dir: &Path) -> String {
+    let files = code::read_dir(code_dir);
+    let query = format!(
+        "{} {} {}",
+        criterion.fact, criterion.scope, criterion.source
+    );
+    code::render(&code::ranked(&files, &query), CODE_BUDGET)
 }
 
 impl LlmJudge<'_> {

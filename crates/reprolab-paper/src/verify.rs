@@ -31,10 +31,17 @@ pub trait Prober {
     async fn probe(&self, code_dir: &Path, script: &str) -> ProbeRun;
 }
 
-/// Decides a criterion no check decided, e.g. an LLM reading the paper and the code.
+/// Decides a criterion no check decided, e.g. an LLM reading the paper and the code. Before
+/// judging, it may write a probe for it ([`Judge::probe_for`]): running the probe then decides,
+/// as any probe would, and the judge is asked only if the probe cannot run.
 #[allow(async_fn_in_trait)]
 pub trait Judge {
     async fn judge(&self, criterion: &Criterion, code_dir: &Path) -> CheckResult;
+
+    /// A probe for `criterion` written against the code in `code_dir`, if one can be.
+    async fn probe_for(&self, _criterion: &Criterion, _code_dir: &Path) -> Option<String> {
+        None
+    }
 }
 
 /// No judge: what no check decides stays undecided.
@@ -114,7 +121,16 @@ pub async fn verify(
                 Check::Probe(script) => probe_result(prober.probe(code_dir, script).await),
             });
         }
-        if !checks.iter().any(|c| c.outcome != Outcome::Undecided) {
+        if !decided(&checks)
+            && let Some(script) = judge.probe_for(criterion, code_dir).await
+        {
+            let mut result = probe_result(prober.probe(code_dir, &script).await);
+            result
+                .evidence
+                .push(format!("the probe, written by the judge:\n{script}"));
+            checks.push(result);
+        }
+        if !decided(&checks) {
             checks.push(judge.judge(criterion, code_dir).await);
         }
         let verdict = decide(criterion, checks);
@@ -125,6 +141,10 @@ pub async fn verify(
         verdicts,
         syntax_errors: facts.syntax_errors.clone(),
     }
+}
+
+fn decided(checks: &[CheckResult]) -> bool {
+    checks.iter().any(|c| c.outcome != Outcome::Undecided)
 }
 
 fn probe_result(run: ProbeRun) -> CheckResult {
@@ -197,6 +217,10 @@ mod tests {
     struct Approves;
 
     impl Judge for Approves {
+        async fn probe_for(&self, c: &Criterion, _: &Path) -> Option<String> {
+            (c.id == "writable").then(|| "fail: found 2".to_string())
+        }
+
         async fn judge(&self, _: &Criterion, _: &Path) -> CheckResult {
             CheckResult {
                 checker: Checker::Judge,
@@ -277,10 +301,20 @@ mod tests {
             vec![
                 criterion("static-fail", vec![eps(0.3)]),
                 criterion("nothing", vec![]),
+                criterion("writable", vec![]),
             ],
             &Approves,
         )
         .await;
+        let written = v.get("writable").unwrap();
+        assert_eq!(written.outcome, Outcome::Fail);
+        assert_eq!(written.decided_by, Some(Checker::Execution));
+        assert_eq!(
+            written.checks.len(),
+            1,
+            "a probe that decides spares the judge"
+        );
+        assert!(written.checks[0].evidence[1].contains("written by the judge"));
         assert_eq!(v.get("static-fail").unwrap().outcome, Outcome::Fail);
         assert_eq!(v.get("static-fail").unwrap().checks.len(), 1);
         assert_eq!(v.get("nothing").unwrap().decided_by, Some(Checker::Judge));

@@ -312,6 +312,10 @@ pub struct PaperVerifyArgs {
     /// Judge votes per criterion no check decides (majority; a tie leaves it undecided).
     #[arg(long, default_value_t = 3, value_name = "K")]
     pub votes: u32,
+    /// With --llm the judge first writes a probe for a criterion no check decides (running it
+    /// decides); this skips that: judge votes only.
+    #[arg(long)]
+    pub judge_only: bool,
     /// The judge, for criteria no static check or probe decides; without it they stay
     /// undecided.
     #[command(flatten)]
@@ -743,6 +747,10 @@ pub struct BenchPaperArgs {
     /// Judge votes per criterion no check decides.
     #[arg(long, default_value_t = 3, value_name = "K")]
     pub votes: u32,
+    /// With --llm the judge first writes a probe for a criterion no check decides (running it
+    /// decides); this skips that: judge votes only.
+    #[arg(long)]
+    pub judge_only: bool,
     /// The judge and fingerprint extractor; without it, checks only.
     #[command(flatten)]
     pub llm: crate::llm::LlmArgs,

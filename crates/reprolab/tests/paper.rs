@@ -203,7 +203,15 @@ fn the_judge_decides_only_what_no_check_did_by_majority_of_its_votes() {
         ],
     );
     let out = run(reprolab_without_llm_settings(tmp.path())
-        .args(["--json", "paper", "verify", "paper.md", "code", "--llm"])
+        .args([
+            "--json",
+            "paper",
+            "verify",
+            "paper.md",
+            "code",
+            "--judge-only",
+            "--llm",
+        ])
         .arg(format!("openai:fake@{}", server.base_url())));
     let v = json(&out);
     let verdicts = v["verification"]["verdicts"].as_array().unwrap();
@@ -464,4 +472,44 @@ fn implement_plans_writes_and_revises_until_no_criterion_fails_then_resumes_as_d
     let again = implement(&format!("openai:fake@{}", dead.base_url()));
     assert_eq!(again.status.code(), Some(0));
     assert_eq!(dead.request_count(), 0);
+}
+
+#[test]
+fn the_judge_writes_a_probe_first_and_running_it_decides() {
+    let tmp = tempfile::tempdir().unwrap();
+    small_paper(tmp.path());
+    let probe = "import torch\nfrom sm import smooth\ns = round(smooth(torch.tensor([0]), 4).sum().item(), 3)\nassert abs(s - 2) < 1e-6, f'expected rows summing to 2, found {s}'\n";
+    let vote = FakeReply::Text("# Reality\nsm.py:4\n# Score\n1".into());
+    // C3: a probe that fails; C5: no probe can check it, so three votes.
+    let server = FakeServer::start_background(
+        Flavor::OpenAi,
+        [
+            fenced(probe),
+            FakeReply::Text("NONE".into()),
+            vote.clone(),
+            vote.clone(),
+            vote,
+        ],
+    );
+    let out = run(reprolab_without_llm_settings(tmp.path())
+        .args(["--json", "paper", "verify", "paper.md", "code", "--llm"])
+        .arg(format!("openai:fake@{}", server.base_url())));
+    let v = json(&out);
+    let verdicts = v["verification"]["verdicts"].as_array().unwrap();
+    let c3 = verdicts.iter().find(|d| d["id"] == "C3").unwrap();
+    assert_eq!(c3["outcome"], "fail", "{c3}");
+    assert_eq!(c3["decided_by"], "execution");
+    assert!(
+        c3["evidence"][0].as_str().unwrap().contains("found 1"),
+        "{c3}"
+    );
+    assert!(
+        c3["evidence"][1]
+            .as_str()
+            .unwrap()
+            .contains("written by the judge")
+    );
+    let c5 = verdicts.iter().find(|d| d["id"] == "C5").unwrap();
+    assert_eq!(c5["decided_by"], "judge", "{c5}");
+    assert_eq!(server.requests().len(), 5);
 }

@@ -56,6 +56,7 @@ pub async fn bench(g: &Global, a: &BenchPaperArgs) -> Result<ExitCode> {
             paper: &text,
             votes: a.votes,
             max_tokens: 1024,
+            write_probes: !a.judge_only,
         });
         let reference = verifier
             .verify(&paper.fingerprint, &paper.reference, judge.as_ref(), |_| {})

@@ -56,6 +56,7 @@ pub async fn grade(g: &Global, a: &PaperGradeArgs) -> Result<ExitCode> {
             paper: "",
             votes: a.votes,
             max_tokens: 1024,
+            write_probes: false,
         };
         let unscored: Vec<&Rubric> = rubric
             .leaves()

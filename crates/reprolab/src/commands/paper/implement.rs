@@ -42,6 +42,7 @@ pub async fn implement(g: &Global, a: &PaperImplementArgs) -> Result<ExitCode> {
         paper: &text,
         votes: 1,
         max_tokens: 1024,
+        write_probes: true,
     });
     let workshop = SandboxWorkshop {
         verifier: Verifier::new(&env, store.as_ref(), warm.as_ref(), a.timeout)?,

@@ -42,6 +42,7 @@ pub async fn verify_cmd(g: &Global, a: &PaperVerifyArgs) -> Result<ExitCode> {
         paper: &paper_text,
         votes: a.votes,
         max_tokens: 1024,
+        write_probes: !a.judge_only,
     });
     let bar = progress::bar(fingerprint.criteria.len() as u64, "criteria", g.json);
     let verification = verifier
