@@ -71,6 +71,7 @@ fn main() -> ExitCode {
             Command::Codegen(c) => commands::codegen::run(g, c).await,
             Command::Reproduce(a) => commands::reproduce::run(g, a).await,
             Command::Paper(cli::PaperCommand::Grade(a)) => commands::paper::grade(g, a),
+            Command::Paper(cli::PaperCommand::Lineage(a)) => commands::paper::lineage(g, a),
         }
     });
     match result {

@@ -3,9 +3,11 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
+use reprolab_paper::Paper;
+use reprolab_paper::lineage::{Corpus, Lineage, Resolved, resolve};
 use reprolab_paper::rubric::{Grade, Rubric, parse_scores};
 
-use crate::cli::{Global, PaperGradeArgs};
+use crate::cli::{Global, PaperGradeArgs, PaperLineageArgs};
 
 pub fn grade(g: &Global, a: &PaperGradeArgs) -> Result<ExitCode> {
     if !a.submission.is_dir() {
@@ -83,4 +85,96 @@ fn print_tree(g: &Grade, depth: usize) {
     for c in &g.sub_tasks {
         print_tree(c, depth + 1);
     }
+}
+
+pub fn lineage(g: &Global, a: &PaperLineageArgs) -> Result<ExitCode> {
+    if a.top == 0 {
+        bail!("--top must be at least 1");
+    }
+    let paper = Paper::load(&a.paper)?;
+    let corpus = Corpus::load(&a.corpus)?;
+    let lineage = resolve(&paper, &corpus, a.top);
+    if g.json {
+        println!("{}", serde_json::to_string(&lineage)?);
+    } else {
+        print_lineage(&lineage);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_lineage(l: &Lineage) {
+    println!(
+        "lineage of \"{}\" in {} (ranked against {}; offline: only the corpus was searched)",
+        l.title,
+        l.corpus.display(),
+        l.query
+    );
+    if let Some(id) = &l.excluded_self {
+        println!("left out: {id} (the paper itself)");
+    }
+    if l.resolved.is_empty() {
+        println!("no reference is in the corpus");
+    } else {
+        println!();
+        print_resolved(&l.resolved);
+    }
+    if !l.below_top.is_empty() {
+        println!(
+            "\n{} more resolved, below the top {}:",
+            l.below_top.len(),
+            l.top
+        );
+        print_resolved(&l.below_top);
+    }
+    if !l.unresolved.is_empty() {
+        println!("\nunresolved references ({}):", l.unresolved.len());
+        for u in &l.unresolved {
+            let generic = u
+                .generic
+                .map(|k| format!("; generic: {k}"))
+                .unwrap_or_default();
+            println!("  {} ({}{generic})", u.reference.raw, u.reason);
+        }
+    }
+    for s in &l.skipped {
+        eprintln!(
+            "warning: {}: not read as a paper: {}",
+            s.path.display(),
+            s.reason
+        );
+    }
+}
+
+const TITLE_WIDTH: usize = 48;
+const AUTHORS_WIDTH: usize = 24;
+
+fn print_resolved(rows: &[Resolved]) {
+    println!(
+        "{:>4}  {:>7}  {:<TITLE_WIDTH$}  {:<AUTHORS_WIDTH$}  {:>4}  matched by",
+        "rank", "score", "title", "authors, year", "code"
+    );
+    for r in rows {
+        let authors = match r.year {
+            Some(y) => format!("{} {y}", r.authors.join(", ")),
+            None => r.authors.join(", "),
+        };
+        println!(
+            "{:>4}  {:>7.3}  {:<TITLE_WIDTH$}  {:<AUTHORS_WIDTH$}  {:>4}  {}",
+            r.rank,
+            r.score,
+            clip(&r.title, TITLE_WIDTH),
+            clip(&authors, AUTHORS_WIDTH),
+            r.code_files.len(),
+            r.matched_by.label()
+        );
+    }
+}
+
+/// `s` cut to `width` characters, with an ellipsis when cut.
+fn clip(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let kept: String = s.chars().take(width - 1).collect();
+    format!("{kept}…")
 }
