@@ -40,7 +40,9 @@ const CODE_EXTENSIONS: &[&str] = &[
     "py", "ipynb", "pyx", "sh", "r", "jl", "c", "cc", "cpp", "h", "hpp", "cu", "rs", "yaml", "yml",
     "toml", "cfg",
 ];
-const SKIPPED_DIRS: &[&str] = &["__pycache__", "node_modules"];
+/// Directories whose files are not an entry's code: caches, and the bundled benchmark's
+/// `mutated/` copies (benchmarks/papers), which break the paper on purpose.
+const SKIPPED_DIRS: &[&str] = &["__pycache__", "node_modules", "mutated"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum LineageError {
@@ -692,7 +694,8 @@ labels smooth labels.\n"
             ),
         );
         write(d, "softened/code/smooth.py", "def smooth(): pass\n");
-        write(d, "softened/code/__pycache__/smooth.pyc", "");
+        write(d, "softened/code/__pycache__/smooth.py", "");
+        write(d, "softened/mutated/smooth.py", "");
         write(d, "softened/notes.md", "not code");
         write(
             d,
