@@ -127,29 +127,35 @@ impl Paper {
     /// A Markdown paper: the first `# ` heading is the title.
     pub fn from_markdown(path: &Path, text: String) -> Paper {
         let sections = markdown_sections(&text);
-        let lines: Vec<&str> = text.lines().collect();
-        let title_at = lines
-            .iter()
-            .position(|l| l.starts_with("# "))
-            .or_else(|| lines.iter().position(|l| !l.trim().is_empty()));
-        Paper::assemble(path, text.clone(), &lines, title_at, sections)
+        Paper::assemble(path, text, sections, |lines| {
+            lines
+                .iter()
+                .position(|l| l.starts_with("# "))
+                .or_else(|| lines.iter().position(|l| !l.trim().is_empty()))
+        })
     }
 
-    /// A text (or PDF text) paper: the first non-empty line is the title.
+    /// A text (or PDF text) paper: the first non-empty line is the title, unless it is
+    /// arXiv's margin stamp (`arXiv:2401.00001v2 [cs.LG] 3 Jan 2024`), which PDF text often
+    /// starts with.
     pub fn from_plain(path: &Path, text: String) -> Paper {
         let sections = guessed_sections(&text);
-        let lines: Vec<&str> = text.lines().collect();
-        let title_at = lines.iter().position(|l| !l.trim().is_empty());
-        Paper::assemble(path, text.clone(), &lines, title_at, sections)
+        Paper::assemble(path, text, sections, |lines| {
+            lines
+                .iter()
+                .position(|l| !l.trim().is_empty() && !l.trim().starts_with("arXiv:"))
+        })
     }
 
+    /// The paper from its text and sections, with `title_line` picking the title's line.
     fn assemble(
         path: &Path,
         text: String,
-        lines: &[&str],
-        title_at: Option<usize>,
         sections: Vec<Section>,
+        title_line: impl Fn(&[&str]) -> Option<usize>,
     ) -> Paper {
+        let lines: Vec<&str> = text.lines().collect();
+        let title_at = title_line(&lines);
         let title = title_at
             .map(|i| lines[i].trim().trim_start_matches('#').trim().to_string())
             .unwrap_or_default();
@@ -174,9 +180,8 @@ impl Paper {
     }
 
     /// The section describing the method (Method, Methods, Methodology, Approach, Proposed
-    /// method, ...), the first such.
-    /// A heading that is exactly such a name wins over one that contains it (`Related
-    /// methods`); the title's own heading never counts.
+    /// method, ...): a heading that is exactly such a name wins over one that contains it
+    /// (`Related methods`); the title's own heading never counts.
     pub fn method_section(&self) -> Option<&Section> {
         let is_method = |w: &str| matches!(w, "method" | "methods" | "methodology" | "approach");
         let candidates = || {
@@ -466,7 +471,8 @@ fn split_authors_and_title(raw: &str) -> (&str, Option<&str>) {
         let authors_end = chunks[..names].iter().map(|c| c.len() + 2).sum::<usize>() - 2;
         return (&raw[..authors_end], Some(chunks[names]));
     }
-    (raw, None)
+    // No format fits: no authors rather than words of a title taken for names.
+    ("", None)
 }
 
 /// How many of a comma-split reference's leading chunks are names. A capitalised chunk is a
@@ -585,15 +591,20 @@ fn split_names(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// Surnames in an authors' list: for each name, its last word that is not initials (so both
-/// `R. Ashdown` and `Ashdown, R.` give `Ashdown`). Digits (affiliation marks) are stripped.
+/// Surnames in an authors' list: for each name, its last capitalised word that is not
+/// initials (so both `R. Ashdown` and `Ashdown, R.` give `Ashdown`). Digits (affiliation
+/// marks) are stripped; a part without such a word (a URL, a venue in lowercase) gives none.
 pub fn surnames(authors: &str) -> Vec<String> {
     split_names(authors)
         .iter()
         .filter_map(|name| {
             name.split_whitespace()
                 .map(|w| w.trim_matches(|c: char| !c.is_alphabetic()))
-                .rfind(|w| !w.is_empty() && !is_initials(w) && !PARTICLES.contains(w))
+                .rfind(|w| {
+                    w.chars().next().is_some_and(char::is_uppercase)
+                        && w.chars().all(|c| c.is_alphabetic() || "-'’".contains(c))
+                        && !is_initials(w)
+                })
                 .map(str::to_string)
         })
         .collect()
@@ -703,10 +714,15 @@ by Smoothing One-Hot Labels. Workshop on Practical Deep Learning.\n2. Kingma, D.
         assert_eq!(r.year, Some(2020));
         assert_eq!(r.title.as_deref(), Some("Deep Things"));
 
-        // Nothing to parse: the raw text is kept.
-        let r = Reference::parse("see the appendix");
+        // Nothing to parse: the raw text is kept, no word of it taken for a name.
+        let r = Reference::parse("The GNOME desktop, http://www.gnome.org");
         assert_eq!((r.title, r.year), (None, None));
-        assert_eq!(r.raw, "see the appendix");
+        assert!(r.authors.is_empty());
+        assert_eq!(r.raw, "The GNOME desktop, http://www.gnome.org");
+        assert_eq!(
+            surnames("R. Ashdown, http://x.org, and de la Cruz, M."),
+            vec!["Ashdown", "Cruz"]
+        );
     }
 
     #[test]
@@ -721,7 +737,7 @@ by Smoothing One-Hot Labels. Workshop on Practical Deep Learning.\n2. Kingma, D.
 
     #[test]
     fn plain_text_headings_are_guessed() {
-        let text = "Softened Targets\nR. Ashdown, M. Okafor (2024)\n\nAbstract\nWe smooth.\n\n\
+        let text = "arXiv:2401.00001v2 [cs.LG] 3 Jan 2024\nSoftened Targets\nR. Ashdown, M. Okafor (2024)\n\nAbstract\nWe smooth.\n\n\
 1 Introduction\nLabels are hard.\n2. Method\nWe mix 10% uniform.\n3 We used 5 seeds, \
 always.\nReferences\n1. Szegedy, C. (2016). Rethinking the Inception Architecture. CVPR.\n\
 2. Short, L. (2019). A Title. Venue.\n";
