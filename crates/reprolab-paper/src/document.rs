@@ -67,7 +67,7 @@ pub enum DocumentError {
     Encoding { path: PathBuf, detail: String },
     #[error("{}: the PDF has no text layer (scanned page images?); run OCR on it first, e.g. `ocrmypdf {} out.pdf`, or give the paper as Markdown or text", path.display(), path.display())]
     NoTextLayer { path: PathBuf },
-    #[error("{}: the PDF is encrypted ({detail}); decrypt it first, e.g. `qpdf --decrypt in.pdf out.pdf`", path.display())]
+    #[error("{}: the PDF is encrypted ({detail}); decrypt it first with its password, e.g. `qpdf --password=PASSWORD --decrypt {} out.pdf`", path.display(), path.display())]
     Encrypted { path: PathBuf, detail: String },
     #[error("{}: cannot read the PDF ({detail}); expected a PDF with a text layer", path.display())]
     Pdf { path: PathBuf, detail: String },
@@ -796,6 +796,12 @@ always.\nReferences\n1. Szegedy, C. (2016). Rethinking the Inception Architectur
 
     /// A one-page PDF whose content stream is `content`, with correct xref offsets.
     fn pdf(content: &str) -> Vec<u8> {
+        pdf_with(content, "")
+    }
+
+    /// [`pdf`] with `trailer` added to its trailer dictionary, and an encryption dictionary as
+    /// object 6 (used when `trailer` refers to it).
+    fn pdf_with(content: &str, trailer: &str) -> Vec<u8> {
         let objects = [
             "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
             "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_string(),
@@ -807,6 +813,10 @@ always.\nReferences\n1. Szegedy, C. (2016). Rethinking the Inception Architectur
                 content.len()
             ),
             "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_string(),
+            format!(
+                "<< /Filter /Standard /V 1 /R 2 /P -4 /O <{o}> /U <{o}> >>",
+                o = "ab".repeat(32)
+            ),
         ];
         let mut out = b"%PDF-1.4\n".to_vec();
         let mut offsets = Vec::new();
@@ -821,7 +831,7 @@ always.\nReferences\n1. Szegedy, C. (2016). Rethinking the Inception Architectur
         }
         out.extend(
             format!(
-                "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+                "trailer\n<< /Size {} /Root 1 0 R {trailer} >>\nstartxref\n{xref}\n%%EOF\n",
                 objects.len() + 1
             )
             .bytes(),
@@ -842,7 +852,7 @@ always.\nReferences\n1. Szegedy, C. (2016). Rethinking the Inception Architectur
     }
 
     #[test]
-    fn a_pdf_without_text_says_so_and_suggests_ocr() {
+    fn pdfs_without_text_encrypted_or_broken_say_so() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("scan.pdf");
         // A page that only paints a rectangle: what a scan looks like without its image.
@@ -850,6 +860,13 @@ always.\nReferences\n1. Szegedy, C. (2016). Rethinking the Inception Architectur
         let e = Paper::load(&path).unwrap_err().to_string();
         assert!(e.contains("scan.pdf: the PDF has no text layer"), "{e}");
         assert!(e.contains("ocrmypdf"), "{e}");
+
+        // Encrypted with a password that is not the empty one.
+        let id = format!("<{0}> <{0}>", "01".repeat(16));
+        let trailer = format!("/Encrypt 6 0 R /ID [{id}]");
+        std::fs::write(&path, pdf_with("BT /F1 12 Tf (Secret) Tj ET", &trailer)).unwrap();
+        let e = Paper::load(&path).unwrap_err().to_string();
+        assert!(e.contains("scan.pdf: the PDF is encrypted"), "{e}");
 
         std::fs::write(&path, b"%PDF-1.4\nnot really a pdf").unwrap();
         let e = Paper::load(&path).unwrap_err().to_string();
