@@ -418,21 +418,18 @@ pub fn resolve(paper: &Paper, corpus: &Corpus, top: usize) -> Lineage {
             .iter()
             .filter_map(|e| match_reference(reference, &e.paper).map(|m| (*e, m)))
             .max_by(|a, b| a.1.similarity.total_cmp(&b.1.similarity));
-        match best {
-            // A second reference to the same entry joins the first.
-            Some((entry, _)) if found.iter().any(|(e, _, _)| e.id == entry.id) => {
-                let (_, _, cited) = found
-                    .iter_mut()
-                    .find(|(e, _, _)| e.id == entry.id)
-                    .expect("just found");
-                cited.push(reference.raw.clone());
-            }
-            Some((entry, m)) => found.push((entry, m, vec![reference.raw.clone()])),
-            None => unresolved.push(Unresolved {
+        let Some((entry, m)) = best else {
+            unresolved.push(Unresolved {
                 reference: reference.clone(),
                 reason: "not in the corpus".into(),
                 generic: generic_kind(reference),
-            }),
+            });
+            continue;
+        };
+        // A second reference to the same entry joins the first.
+        match found.iter_mut().find(|(e, _, _)| e.id == entry.id) {
+            Some((_, _, cited)) => cited.push(reference.raw.clone()),
+            None => found.push((entry, m, vec![reference.raw.clone()])),
         }
     }
 
@@ -683,7 +680,8 @@ inputs and smooth labels with a temperature.\n\n## References\n\
 1. Okafor, M. (2023). Temperature Scaling for Tired Networks Revisited. Venue.\n\
 2. Ashdown, R. and Okafor, M. (2024). Softened Targets: Calibrating Classifiers by Smoothing \
 One-Hot Labels. Workshop.\n3. Kingma, D. and Ba, J. (2015). Adam: A Method for Stochastic \
-Optimization. ICLR.\n4. Verhoeven, L. (2024). Blended Pairs. Preprint.\n";
+Optimization. ICLR.\n4. Verhoeven, L. (2024). Blended Pairs. Preprint.\n\
+5. Ashdown et al., Softened Targets: Calibrating Classifiers by Smoothing One-Hot Labels, 2024\n";
         write(d, "blended/paper.md", citing);
         write(
             d,
@@ -725,6 +723,8 @@ temperature divides logits.\n",
         assert_eq!(lineage.below_top[0].entry, "temperature.md");
         assert_eq!(lineage.below_top[0].rank, 2);
         assert!(lineage.resolved[0].score > lineage.below_top[0].score);
+        // Cited twice, listed once.
+        assert_eq!(lineage.resolved[0].cited_as.len(), 2);
         // Adam is generic; the self-citation is not in the corpus once the paper is left out.
         let generic: Vec<Option<&str>> = lineage.unresolved.iter().map(|u| u.generic).collect();
         assert_eq!(generic, vec![Some("optimizer"), None]);
