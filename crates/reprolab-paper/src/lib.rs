@@ -1,5 +1,9 @@
 //! Paper reproduction (docs/paper.md).
 //!
+//! - [`document`]: a paper read from Markdown, text or a PDF's text layer (title, authors,
+//!   sections, parsed references).
+//! - [`lineage`]: a paper's references resolved in a local corpus of papers and their code,
+//!   ranked by relevance to the paper's method.
 //! - [`benchmark`]: the bundled papers (benchmarks/papers): gold fingerprint, rubric, reference
 //!   and mutated implementations, known violations.
 //! - [`fingerprint`]: a paper's criteria (fact, scope, category, source sentence, checks),
@@ -22,15 +26,19 @@ pub mod benchmark;
 pub mod checks;
 pub mod code;
 pub mod codefacts;
+pub mod document;
 pub mod edit;
 pub mod extract;
 pub mod fingerprint;
 pub mod implement;
 pub mod judge;
+pub mod lineage;
 pub mod rubric;
 pub mod verify;
 
 pub use checks::{Checker, Outcome};
+pub use document::{DocumentError, Paper, Reference, Section};
 pub use fingerprint::{Criterion, Fingerprint, FingerprintError};
+pub use lineage::{Corpus, Lineage, LineageError};
 pub use rubric::{Grade, LeafScore, Rubric, RubricError};
 pub use verify::{Verdict, Verification};

@@ -172,7 +172,8 @@ with an optional NNN/code/).",
         after_help = "Examples:\n  reprolab reproduce verify benchmarks/bugs/01-bce-target-size benchmarks/bugs/01-bce-target-size/reference.py\n  reprolab reproduce verify issue.md my_repro.py --package torch==2.15.0 --out /tmp/verdict\n  reprolab reproduce issue.md --llm ollama:qwen2.5-coder:7b --out repro/"
     )]
     Reproduce(ReproduceArgs),
-    /// Paper reproduction: grade a submission against a PaperBench rubric.
+    /// Paper reproduction: grade a submission against a PaperBench rubric; a paper's lineage in
+    /// a local corpus.
     #[command(subcommand)]
     Paper(PaperCommand),
 }
@@ -240,6 +241,29 @@ the same command again to resume. Exit 0 when the last round passed.",
         after_help = "Examples:\n  reprolab paper implement benchmarks/papers/mixup/paper.md --llm ollama:qwen2.5-coder:7b --out mixup-impl\n  reprolab paper implement paper.md --fingerprint fp.json --rounds 6 --judge --llm openai:gpt-4o-mini --out impl/"
     )]
     Implement(PaperImplementArgs),
+    /// The references of a paper resolved in a local corpus of papers (and their code), ranked
+    /// by relevance to the paper's method. Offline: only the corpus is searched.
+    #[command(
+        long_about = "The references of PAPER (Markdown, text, or a PDF with a text layer) resolved \
+in a local corpus of papers, ranked by how relevant each is to the paper's method; the top ones' \
+code is what an implementation should read first (AutoReproduce's lineage).\n\n\
+The corpus (--corpus DIR) holds one paper per entry: a sub-directory with a paper.md, paper.txt \
+or paper.pdf and, beside it, the paper's code if any (every .py, .ipynb, .sh, config ... file \
+under the directory is listed), or a lone .md, .txt or .pdf file. Hidden entries and README files \
+are not papers.\n\n\
+The reference list is read from PAPER's References or Bibliography section (numbered, [n] or \
+bulleted items; `Surname, I. and Surname, I. (2024). Title. Venue.` and similar formats). A \
+reference names a corpus entry when the titles agree (lowercase, punctuation dropped, token \
+Jaccard >= 0.8), when they are close (>= 0.5, or the subtitle left out) and an author surname is \
+shared, or when the entry's whole title (4 words or more) appears in the reference. The entry \
+that is PAPER itself is left out. The resolved entries are ranked by BM25 of their text against \
+PAPER's Method or Approach section (the whole paper when it has none); the --top most relevant \
+are listed first. References not in the corpus are listed too, those that name a tool (an \
+optimizer, a dataset, a library) marked generic.\n\n\
+Offline: only the corpus is searched; nothing is looked up on arXiv or GitHub.",
+        after_help = "Example:\n  reprolab paper lineage papers/blended-pairs/paper.md --corpus papers/ --top 5 --json"
+    )]
+    Lineage(PaperLineageArgs),
 }
 
 #[derive(Debug, Args)]
@@ -345,6 +369,19 @@ pub struct PaperGradeArgs {
     /// The judge of the leaves left unscored; without it they are invalid (count 0, shown).
     #[command(flatten)]
     pub llm: crate::llm::LlmArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PaperLineageArgs {
+    /// The paper: .md, .markdown, .txt or .pdf (with a text layer).
+    pub paper: PathBuf,
+    /// The local corpus: a directory of papers (sub-directories with paper.md/.txt/.pdf and
+    /// their code, or lone paper files).
+    #[arg(long, value_name = "DIR")]
+    pub corpus: PathBuf,
+    /// How many of the most relevant resolved references to list first.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub top: usize,
 }
 
 /// How reproduction scripts are run (shared by `reproduce` and `reproduce verify`).

@@ -18,6 +18,7 @@ use reprolab_exec::{EvalError, WorkerError};
 use reprolab_faults::CampaignError;
 use reprolab_llm::LlmError;
 use reprolab_localize::llm::LlmFlError;
+use reprolab_paper::{DocumentError, LineageError, RubricError};
 use reprolab_repair::RepairError;
 use reprolab_store::StoreError;
 use serde::Serialize;
@@ -175,6 +176,10 @@ fn typed_kind(e: &(dyn std::error::Error + 'static)) -> Option<Kind> {
         return Some(Kind::Infrastructure);
     }
     if e.is::<ManifestError>() || e.is::<ProgramError>() || e.is::<TemplateError>() {
+        return Some(Kind::Input);
+    }
+    // A paper, a corpus or a rubric the user named: missing, unreadable or malformed alike.
+    if e.is::<DocumentError>() || e.is::<LineageError>() || e.is::<RubricError>() {
         return Some(Kind::Input);
     }
     if e.is::<clap::Error>() {
@@ -348,6 +353,14 @@ mod tests {
             name: "seed".into(),
         };
         assert_eq!(classify(&anyhow!(template)), Kind::Input);
+        let scan = DocumentError::NoTextLayer {
+            path: "scan.pdf".into(),
+        };
+        assert_eq!(classify(&anyhow!(scan)), Kind::Input);
+        let corpus = LineageError::NotADirectory {
+            path: "papers".into(),
+        };
+        assert_eq!(classify(&anyhow!(corpus)), Kind::Input);
     }
 
     #[test]

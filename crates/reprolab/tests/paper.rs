@@ -1,5 +1,5 @@
 //! `reprolab paper grade` end to end: PaperBench's aggregation from leaf scores, Code-Dev, and
-//! errors that name the file and the node.
+//! errors that name the file and the node; `reprolab paper lineage` on a small corpus.
 
 mod common;
 
@@ -512,4 +512,91 @@ fn the_judge_writes_a_probe_first_and_running_it_decides() {
     let c5 = verdicts.iter().find(|d| d["id"] == "C5").unwrap();
     assert_eq!(c5["decided_by"], "judge", "{c5}");
     assert_eq!(server.requests().len(), 5);
+}
+
+/// `reprolab paper lineage PAPER --corpus CORPUS EXTRA` in `dir`.
+fn lineage(
+    dir: &std::path::Path,
+    paper: &std::path::Path,
+    corpus: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
+    run(reprolab(dir)
+        .args(["paper", "lineage"])
+        .arg(paper)
+        .arg("--corpus")
+        .arg(corpus)
+        .args(extra))
+}
+
+/// The fixture corpus: four papers; paired-interpolation cites two others, an optimizer
+/// (generic) and a paper that is not in the corpus.
+fn corpus() -> (std::path::PathBuf, std::path::PathBuf) {
+    let corpus = fixture("paper-corpus");
+    (corpus.join("paired-interpolation/paper.md"), corpus)
+}
+
+#[test]
+fn lineage_resolves_ranks_and_lists_code_and_the_unresolved() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (paper, corpus) = corpus();
+    let out = lineage(tmp.path(), &paper, &corpus, &["--top", "1", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let l = json(&out);
+    assert_eq!(l["excluded_self"], "paired-interpolation");
+    assert_eq!(l["query"], "the section \"Method\"");
+    // The label-smoothing paper is what the method builds on; early stopping ranks below it.
+    let top = &l["resolved"][0];
+    assert_eq!(top["entry"], "softened-targets");
+    assert_eq!(top["rank"], 1);
+    assert_eq!(top["matched_by"], "title");
+    assert_eq!(top["authors"], json!(["Ashdown", "Okafor"]));
+    assert_eq!(
+        top["code_files"],
+        json!(["code/smooth.py", "code/train.py"])
+    );
+    let below = &l["below_top"][0];
+    assert_eq!(below["entry"], "early-stopping.md");
+    assert_eq!(below["rank"], 2);
+    assert!(top["score"].as_f64().unwrap() > below["score"].as_f64().unwrap());
+    // Not cited, so not listed, though in the corpus.
+    assert!(!l.to_string().contains("weight-averaging"));
+    let unresolved = l["unresolved"].as_array().unwrap();
+    assert_eq!(unresolved.len(), 2);
+    assert_eq!(unresolved[0]["reason"], "not in the corpus");
+    assert_eq!(unresolved[0]["generic"], "optimizer");
+    assert_eq!(unresolved[1]["generic"], serde_json::Value::Null);
+    assert_eq!(unresolved[1]["reference"]["year"], 2022);
+
+    let out = lineage(tmp.path(), &paper, &corpus, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("offline: only the corpus was searched"),
+        "{text}"
+    );
+    assert!(text.contains("rank    score  title"), "{text}");
+    assert!(text.contains("Ashdown, Okafor 2024"), "{text}");
+    assert!(text.contains("unresolved references (2):"), "{text}");
+    assert!(text.contains("generic: optimizer"), "{text}");
+}
+
+#[test]
+fn lineage_input_errors_exit_2_and_name_the_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (paper, corpus) = corpus();
+    let out = lineage(tmp.path(), &paper, &tmp.path().join("no-corpus"), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no-corpus: the corpus is not a directory"),
+        "{err}"
+    );
+    let out = lineage(tmp.path(), &paper, &corpus, &["--top", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let scan = tmp.path().join("scan.pdf");
+    std::fs::write(&scan, "%PDF-1.4\nnot a real PDF").unwrap();
+    let out = lineage(tmp.path(), &scan, &corpus, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("scan.pdf: cannot read the PDF"));
 }

@@ -6,6 +6,7 @@ mod bench;
 mod fingerprint;
 mod grade;
 mod implement;
+mod lineage;
 mod verify;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ pub use bench::bench;
 pub use fingerprint::fingerprint;
 pub use grade::grade;
 pub use implement::implement;
+pub use lineage::lineage;
 pub use verify::verify_cmd;
 
 use crate::error::Infrastructure;
