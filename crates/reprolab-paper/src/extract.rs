@@ -11,6 +11,7 @@ use reprolab_llm::{ChatModel, ChatRequest};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::document::{Paper, is_reference_heading};
 use crate::fingerprint::{
     CATEGORIES, Check, Criterion, Dropped, Fingerprint, StaticCheck, ValueCheck, normalize,
 };
@@ -22,35 +23,22 @@ pub struct Chunk {
     pub text: String,
 }
 
-/// The sections of a Markdown paper (at `#`/`##`/`###` headings), without its references; the
-/// text before the first heading is one more chunk. Long sections are read whole: a criterion's
-/// sentence must not be cut in two.
-pub fn chunks(text: &str) -> Vec<Chunk> {
-    let mut out: Vec<Chunk> = Vec::new();
-    let mut current = Chunk {
-        heading: "(start)".into(),
-        text: String::new(),
-    };
-    for line in text.lines() {
-        if let Some(h) = line.strip_prefix('#') {
-            out.push(std::mem::replace(
-                &mut current,
-                Chunk {
-                    heading: h.trim_start_matches('#').trim().to_string(),
-                    text: String::new(),
-                },
-            ));
-        } else {
-            current.text.push_str(line);
-            current.text.push('\n');
-        }
-    }
-    out.push(current);
-    out.retain(|c| {
-        let h = c.heading.to_lowercase();
-        !c.text.trim().is_empty() && !h.contains("reference") && !h.contains("bibliography")
-    });
-    out
+/// The sections of a paper, each read in one call, without its references. A long section is
+/// read whole: a criterion's sentence must not be cut in two.
+pub fn chunks(paper: &Paper) -> Vec<Chunk> {
+    paper
+        .sections
+        .iter()
+        .filter(|s| !s.body.trim().is_empty() && !is_reference_heading(&s.heading))
+        .map(|s| Chunk {
+            heading: if s.heading.is_empty() {
+                "(start)".into()
+            } else {
+                s.heading.clone()
+            },
+            text: s.body.clone(),
+        })
+        .collect()
 }
 
 /// What the extraction kept, what it dropped and why, and the calls it made.
@@ -97,18 +85,18 @@ struct Candidate {
     value: Option<Value>,
 }
 
-/// Extract the fingerprint of `paper_text` (titled `title`) section by section.
+/// Extract the fingerprint of `paper` section by section.
 pub async fn extract(
     model: &dyn ChatModel,
-    title: &str,
-    paper_text: &str,
-    chunks: &[Chunk],
+    paper: &Paper,
     max_tokens: u32,
     mut on_chunk: impl FnMut(&Chunk),
 ) -> Extraction {
+    let chunks = chunks(paper);
+    let title = paper.title.as_str();
     let mut candidates = Vec::new();
     let mut unreadable = Vec::new();
-    for chunk in chunks {
+    for chunk in &chunks {
         on_chunk(chunk);
         let mut req = ChatRequest::with_system(SYSTEM, prompt(title, chunk));
         req.max_tokens = max_tokens;
@@ -122,7 +110,8 @@ pub async fn extract(
             Err(why) => unreadable.push(format!("{}: {why}", chunk.heading)),
         }
     }
-    let (fingerprint, dropped) = settle(candidates, paper_text);
+    let (mut fingerprint, dropped) = settle(candidates, &paper.text);
+    fingerprint.paper = paper.title.clone();
     Extraction {
         fingerprint,
         dropped,
@@ -324,12 +313,15 @@ mod tests {
 
     #[test]
     fn a_paper_is_read_section_by_section_without_its_references() {
-        let c = chunks(
-            "# Soft\n*A. B*\n\n## Method\nWe set 0.1.\n### Details\nMore.\n## References\n1. X.\n",
+        let paper = Paper::from_markdown(
+            std::path::Path::new("p.md"),
+            "# Soft\n*A. B*\n\n## Method\nWe set 0.1.\n### Details\nMore.\n## References\n1. X.\n"
+                .into(),
         );
+        let c = chunks(&paper);
         let headings: Vec<&str> = c.iter().map(|c| c.heading.as_str()).collect();
         assert_eq!(headings, ["Soft", "Method", "Details"]);
-        assert_eq!(c[1].text, "We set 0.1.\n");
+        assert!(c[1].text.contains("We set 0.1."));
     }
 
     #[test]

@@ -268,7 +268,7 @@ Offline: only the corpus is searched; nothing is looked up on arXiv or GitHub.",
 
 #[derive(Debug, Args)]
 pub struct PaperImplementArgs {
-    /// The paper (Markdown or text).
+    /// The paper (Markdown, text, or a PDF with a text layer).
     pub paper: PathBuf,
     /// Where the code goes (and the rounds, and the state to resume from).
     #[arg(long, value_name = "DIR")]
@@ -282,6 +282,13 @@ pub struct PaperImplementArgs {
     /// Also ask the model to judge the criteria no check decides (one vote each).
     #[arg(long)]
     pub judge: bool,
+    /// A corpus of papers and their code (see `reprolab paper lineage`): the code of the
+    /// references it resolves goes into the prompts.
+    #[arg(long, value_name = "DIR")]
+    pub lineage: Option<PathBuf>,
+    /// How many resolved references' code to show (AutoReproduce: 5).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub lineage_top: usize,
     /// Most tokens of one answer.
     #[arg(long, default_value_t = 4096, value_name = "N")]
     pub max_tokens: u32,
@@ -300,7 +307,7 @@ pub struct PaperImplementArgs {
 
 #[derive(Debug, Args)]
 pub struct PaperFingerprintArgs {
-    /// The paper (Markdown or text).
+    /// The paper (Markdown, text, or a PDF with a text layer).
     pub paper: PathBuf,
     /// Where to write the fingerprint (an existing file is replaced only with --force).
     #[arg(long, default_value = "fingerprint.json", value_name = "FILE")]
@@ -317,7 +324,7 @@ pub struct PaperFingerprintArgs {
 
 #[derive(Debug, Args)]
 pub struct PaperVerifyArgs {
-    /// The paper (Markdown or text).
+    /// The paper (Markdown, text, or a PDF with a text layer).
     pub paper: PathBuf,
     /// The code to check (a directory).
     pub code: PathBuf,

@@ -8,8 +8,8 @@ use anyhow::{Context, Result, bail};
 use reprolab_bench::ResultsFile;
 use reprolab_bench::paper::{PaperRow, Recall, report, row, targets_met};
 use reprolab_paper::benchmark::BundledPaper;
-use reprolab_paper::extract;
 use reprolab_paper::judge::LlmJudge;
+use reprolab_paper::{Paper, extract};
 use reprolab_reproduce::run::WarmPools;
 
 use super::{Verifier, check_votes};
@@ -49,11 +49,11 @@ pub async fn bench(g: &Global, a: &BenchPaperArgs) -> Result<ExitCode> {
         pb.set_message(paper.name.clone());
         let started = std::time::Instant::now();
         let before = session.as_ref().map(|s| s.meter.snapshot().calls);
-        let text = std::fs::read_to_string(&paper.paper)
-            .with_context(|| format!("{}: cannot read the paper", paper.paper.display()))?;
+        let document = Paper::load(&paper.paper)?;
+        let text = &document.text;
         let judge = session.as_ref().map(|s| LlmJudge {
             model: s.model.as_ref(),
-            paper: &text,
+            paper: text,
             votes: a.votes,
             max_tokens: 1024,
             write_probes: !a.judge_only,
@@ -66,12 +66,7 @@ pub async fn bench(g: &Global, a: &BenchPaperArgs) -> Result<ExitCode> {
             .await?;
         let mut r = row(paper, &reference, &mutated);
         if let Some(s) = &session {
-            let chunks = extract::chunks(&text);
-            let title = chunks
-                .first()
-                .map(|c| c.heading.clone())
-                .unwrap_or_default();
-            let ex = extract::extract(s.model.as_ref(), &title, &text, &chunks, 2048, |_| {}).await;
+            let ex = extract::extract(s.model.as_ref(), &document, 2048, |_| {}).await;
             r.recall = Some(Recall {
                 gold: paper.fingerprint.criteria.len(),
                 recalled: extract::recalled(&paper.fingerprint, &ex.fingerprint).len(),

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use reprolab_paper::extract;
+use reprolab_paper::{Paper, extract};
 
 use super::clip;
 use crate::cli::{Global, PaperFingerprintArgs};
@@ -11,37 +11,27 @@ use crate::progress;
 
 /// `reprolab paper fingerprint`: the paper's criteria, extracted by the model, settled by rules.
 pub async fn fingerprint(g: &Global, a: &PaperFingerprintArgs) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(&a.paper)
-        .with_context(|| format!("{}: cannot read the paper", a.paper.display()))?;
+    let paper = Paper::load(&a.paper)?;
     if a.out.exists() && !a.force {
         bail!(
             "{}: already exists; pass --force to replace it or --out FILE",
             a.out.display()
         );
     }
-    let chunks = extract::chunks(&text);
-    if chunks.is_empty() {
+    let sections = extract::chunks(&paper).len();
+    if sections == 0 {
         bail!("{}: the paper has no text", a.paper.display());
     }
-    let title = chunks[0].heading.clone();
     let session = crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?;
-    let bar = progress::bar(chunks.len() as u64, "sections", g.json);
-    let extraction = extract::extract(
-        session.model.as_ref(),
-        &title,
-        &text,
-        &chunks,
-        a.max_tokens,
-        |c| {
-            bar.set_message(c.heading.clone());
-            bar.inc(1);
-        },
-    )
+    let bar = progress::bar(sections as u64, "sections", g.json);
+    let extraction = extract::extract(session.model.as_ref(), &paper, a.max_tokens, |c| {
+        bar.set_message(c.heading.clone());
+        bar.inc(1);
+    })
     .await;
     bar.finish_and_clear();
-    let mut fp = extraction.fingerprint.clone();
-    fp.paper = title;
-    std::fs::write(&a.out, serde_json::to_string_pretty(&fp)? + "\n")
+    let fp = &extraction.fingerprint;
+    std::fs::write(&a.out, serde_json::to_string_pretty(fp)? + "\n")
         .with_context(|| format!("writing {}", a.out.display()))?;
     if g.json {
         println!(

@@ -5,13 +5,15 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use reprolab_paper::extract;
+use reprolab_paper::code::{self, CodeFile};
 use reprolab_paper::fingerprint::Fingerprint;
 use reprolab_paper::implement::{
     self, BoxError, Brief, Event, Options, SMOKE_FLAG, Smoke, Workshop, judge_smoke,
 };
 use reprolab_paper::judge::LlmJudge;
+use reprolab_paper::lineage::resolve;
 use reprolab_paper::verify::Verification;
+use reprolab_paper::{Corpus, Paper, extract};
 use reprolab_reproduce::observe::RunStatus;
 use reprolab_reproduce::run::{ScriptRunner, WarmPools, default_limits};
 
@@ -23,23 +25,19 @@ pub async fn implement(g: &Global, a: &PaperImplementArgs) -> Result<ExitCode> {
     if a.rounds == 0 || a.rounds > 20 {
         bail!("--rounds is {}; expected 1 to 20", a.rounds);
     }
-    let text = std::fs::read_to_string(&a.paper)
-        .with_context(|| format!("{}: cannot read the paper", a.paper.display()))?;
-    let chunks = extract::chunks(&text);
-    let title = chunks
-        .first()
-        .map(|c| c.heading.clone())
-        .unwrap_or_default();
+    let paper = Paper::load(&a.paper)?;
+    let text = &paper.text;
+    let lineage = lineage_code(&paper, a.lineage.as_deref(), a.lineage_top)?;
     let session = crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?;
     let model = session.model.as_ref();
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    let fingerprint = fingerprint_for(g, a, &text, &title, &chunks, model).await?;
+    let fingerprint = fingerprint_for(g, a, &paper, model).await?;
     let env = context::python_env(g).await?;
     let store = (!g.no_cache).then(|| context::open_store(g)).transpose()?;
     let warm = (!a.cold).then(|| WarmPools::new(1));
     let judge = a.judge.then(|| LlmJudge {
         model,
-        paper: &text,
+        paper: text,
         votes: 1,
         max_tokens: 1024,
         write_probes: true,
@@ -61,10 +59,10 @@ pub async fn implement(g: &Global, a: &PaperImplementArgs) -> Result<ExitCode> {
         judge: judge.as_ref(),
     };
     let brief = Brief {
-        title: &title,
-        paper: &text,
+        title: &paper.title,
+        paper: text,
         fingerprint: &fingerprint,
-        lineage: &[],
+        lineage: &lineage,
     };
     let opts = Options {
         rounds: a.rounds,
@@ -139,9 +137,7 @@ pub async fn implement(g: &Global, a: &PaperImplementArgs) -> Result<ExitCode> {
 async fn fingerprint_for(
     g: &Global,
     a: &PaperImplementArgs,
-    text: &str,
-    title: &str,
-    chunks: &[extract::Chunk],
+    paper: &Paper,
     model: &dyn reprolab_llm::ChatModel,
 ) -> Result<Fingerprint> {
     let kept = a.out.join("fingerprint.json");
@@ -151,10 +147,10 @@ async fn fingerprint_for(
             .find(|p| p.is_file())
     });
     if let Some(path) = given {
-        return Ok(grounded_fingerprint(&a.paper, text, Some(&path))?.0);
+        return Ok(grounded_fingerprint(&a.paper, &paper.text, Some(&path))?.0);
     }
     let sp = progress::spinner("extracting the fingerprint", g.json);
-    let ex = extract::extract(model, title, text, chunks, a.max_tokens, |c| {
+    let ex = extract::extract(model, paper, a.max_tokens, |c| {
         sp.set_message(c.heading.clone())
     })
     .await;
@@ -169,6 +165,34 @@ async fn fingerprint_for(
     std::fs::write(&kept, serde_json::to_string_pretty(&ex.fingerprint)? + "\n")
         .with_context(|| format!("writing {}", kept.display()))?;
     Ok(ex.fingerprint)
+}
+
+/// The code of the papers PAPER builds on, found in `corpus` (lineage): the files of the top
+/// resolved references, most relevant first, each path prefixed with its entry.
+fn lineage_code(paper: &Paper, corpus: Option<&Path>, top: usize) -> Result<Vec<CodeFile>> {
+    let Some(corpus) = corpus else {
+        return Ok(Vec::new());
+    };
+    let lineage = resolve(paper, &Corpus::load(corpus)?, top);
+    let mut files = Vec::new();
+    for r in &lineage.resolved {
+        let Some(root) = &r.code_root else { continue };
+        for f in code::read_dir(root) {
+            if r.code_files.contains(&f.path) {
+                files.push(CodeFile {
+                    path: format!("{}/{}", r.entry, f.path),
+                    text: f.text,
+                });
+            }
+        }
+    }
+    eprintln!(
+        "lineage: {} of {} references in the corpus, {} code files as context",
+        lineage.resolved.len(),
+        paper.references.len(),
+        files.len()
+    );
+    Ok(files)
 }
 
 struct SandboxWorkshop<'a> {

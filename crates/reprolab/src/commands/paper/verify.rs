@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
+use reprolab_paper::Paper;
 use reprolab_paper::checks::Outcome;
 use reprolab_paper::fingerprint::Dropped;
 use reprolab_paper::judge::LlmJudge;
@@ -23,10 +24,10 @@ pub async fn verify_cmd(g: &Global, a: &PaperVerifyArgs) -> Result<ExitCode> {
         );
     }
     check_votes(a.votes)?;
-    let paper_text = std::fs::read_to_string(&a.paper)
-        .with_context(|| format!("{}: cannot read the paper", a.paper.display()))?;
+    let paper = Paper::load(&a.paper)?;
+    let paper_text = &paper.text;
     let (fingerprint, dropped) =
-        grounded_fingerprint(&a.paper, &paper_text, a.fingerprint.as_deref())?;
+        grounded_fingerprint(&a.paper, paper_text, a.fingerprint.as_deref())?;
     let env = context::python_env(g).await?;
     let store = (!g.no_cache).then(|| context::open_store(g)).transpose()?;
     let warm = (!a.cold).then(|| WarmPools::new(1));
@@ -39,7 +40,7 @@ pub async fn verify_cmd(g: &Global, a: &PaperVerifyArgs) -> Result<ExitCode> {
         .transpose()?;
     let judge = session.as_ref().map(|s| LlmJudge {
         model: s.model.as_ref(),
-        paper: &paper_text,
+        paper: paper_text,
         votes: a.votes,
         max_tokens: 1024,
         write_probes: !a.judge_only,
