@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use reprolab_llm::parse::{extract_code, extract_json};
-use reprolab_llm::{ChatModel, ChatRequest};
+use reprolab_llm::{ChatModel, ChatRequest, LlmError};
 use serde::{Deserialize, Serialize};
 
 use crate::checks::Outcome;
@@ -68,6 +68,9 @@ pub struct PlannedFile {
 pub struct Plan {
     pub files: Vec<PlannedFile>,
     pub entry: String,
+    /// Why the plan is reprolab's one-file fallback rather than the model's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
 }
 
 /// One round: the code as it was, judged, then revised (unless it was the last or it passed).
@@ -125,8 +128,8 @@ pub enum ImplementError {
         #[source]
         source: std::io::Error,
     },
-    #[error("the model gave no usable plan: {0}")]
-    Plan(String),
+    #[error("the model could not be asked")]
+    Model(#[from] LlmError),
     #[error("verifying the code failed")]
     Verify(#[source] BoxError),
     #[error("{}: unreadable state ({detail}); remove it to start over", path.display())]
@@ -201,7 +204,7 @@ pub async fn implement(
         if state.written.contains(&file.path) {
             continue;
         }
-        let text = write_file(model, brief, &plan, file, out, opts, &mut state.calls).await;
+        let text = write_file(model, brief, &plan, file, out, opts, &mut state.calls).await?;
         let path = out.join(&file.path);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(io(parent, "cannot create a directory"))?;
@@ -322,18 +325,17 @@ fn snapshot(out: &Path, number: u32) -> Result<(), ImplementError> {
     Ok(())
 }
 
-async fn ask(model: &dyn ChatModel, prompt: String, max_tokens: u32, calls: &mut u64) -> String {
+/// One answer. A failed call is an error (the run stops, resumable); a useless answer is not.
+async fn ask(
+    model: &dyn ChatModel,
+    prompt: String,
+    max_tokens: u32,
+    calls: &mut u64,
+) -> Result<String, LlmError> {
     let mut req = ChatRequest::with_system(SYSTEM, prompt);
     req.max_tokens = max_tokens;
     *calls += 1;
-    match model.chat(&req).await {
-        Ok(r) => r.text().to_string(),
-        // An empty answer: the caller treats it as an answer without what it asked for.
-        Err(e) => {
-            tracing::warn!("the model's call failed: {e}");
-            String::new()
-        }
-    }
+    Ok(model.chat(&req).await?.text().to_string())
 }
 
 fn clip(s: &str, n: usize) -> &str {
@@ -384,25 +386,38 @@ writes no files, and prints `loss: <value>` as its last line.",
         context(brief),
         opts.max_files
     );
-    let mut problem = String::new();
+    let mut why = String::new();
     for _ in 0..2 {
-        let answer = ask(model, format!("{prompt}{problem}"), opts.max_tokens, calls).await;
+        let retry = if why.is_empty() {
+            String::new()
+        } else {
+            format!("\n\nYour previous answer could not be used: {why}. Answer with the JSON only.")
+        };
+        let answer = ask(model, format!("{prompt}{retry}"), opts.max_tokens, calls).await?;
         match read_plan(&answer, opts.max_files) {
             Ok(p) => return Ok(p),
-            Err(why) => {
-                problem = format!(
-                    "\n\nYour previous answer could not be used: {why}. Answer with the JSON only."
-                );
-            }
+            Err(e) => why = e,
         }
     }
-    Err(ImplementError::Plan(problem.trim().to_string()))
+    // A weak model may never give a plan; one file is a plan every model can follow.
+    Ok(Plan {
+        files: vec![PlannedFile {
+            path: "train.py".into(),
+            purpose: "the whole implementation: model, data, training and evaluation".into(),
+        }],
+        entry: "train.py".into(),
+        fallback: Some(format!(
+            "the model gave no usable plan twice ({}); one file instead",
+            clip(&why, 200)
+        )),
+    })
 }
 
 fn read_plan(answer: &str, max_files: usize) -> Result<Plan, String> {
     let json = extract_json(answer).map_err(|e| format!("no JSON plan ({e})"))?;
     let mut plan: Plan =
         serde_json::from_value(json).map_err(|e| format!("not a plan {{files, entry}} ({e})"))?;
+    plan.fallback = None;
     plan.files.retain(|f| safe_path(&f.path));
     plan.files.dedup_by(|a, b| a.path == b.path);
     if plan.files.is_empty() {
@@ -433,7 +448,7 @@ async fn write_file(
     out: &Path,
     opts: &Options,
     calls: &mut u64,
-) -> String {
+) -> Result<String, ImplementError> {
     let listing: String = plan
         .files
         .iter()
@@ -453,13 +468,13 @@ Answer with the whole file in one fenced code block.",
         file.path,
         file.purpose
     );
-    let answer = ask(model, prompt, opts.max_tokens, calls).await;
+    let answer = ask(model, prompt, opts.max_tokens, calls).await?;
     let code = extract_code(&answer, &|_| true).code.unwrap_or_default();
-    if code.ends_with('\n') || code.is_empty() {
+    Ok(if code.ends_with('\n') || code.is_empty() {
         code
     } else {
         code + "\n"
-    }
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -524,7 +539,7 @@ path/to/file.py\n<<<<<<< SEARCH\nlines copied exactly from the file\n=======\nth
             "Criteria that fail:\n"
         }
     );
-    let answer = ask(model, prompt.clone(), opts.max_tokens, calls).await;
+    let answer = ask(model, prompt.clone(), opts.max_tokens, calls).await?;
     let blocks = edit::parse(&answer);
     let mut failed = edit::apply(&mut files, &blocks);
     let mut applied = blocks.len() - failed.len();
@@ -538,7 +553,7 @@ path/to/file.py\n<<<<<<< SEARCH\nlines copied exactly from the file\n=======\nth
             "{prompt}\n\n# Your answer\n{answer}\n\nThese blocks could not be applied:\n{report}\n\
 Give corrected SEARCH/REPLACE blocks for them only; SEARCH must copy the file's current lines exactly."
         );
-        let again = edit::parse(&ask(model, retry, opts.max_tokens, calls).await);
+        let again = edit::parse(&ask(model, retry, opts.max_tokens, calls).await?);
         let still = edit::apply(&mut files, &again);
         applied += again.len() - still.len();
         failed = still;

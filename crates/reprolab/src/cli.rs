@@ -334,6 +334,14 @@ pub struct PaperVerifyArgs {
     /// Write verification.json into DIR.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub check: PaperCheckArgs,
+}
+
+/// How criteria are checked: probes in the sandbox, then the judge (shared by `paper verify` and
+/// `bench paper`).
+#[derive(Debug, Args)]
+pub struct PaperCheckArgs {
     /// Time limit of one probe.
     #[arg(long, default_value_t = 120.0, value_name = "SECONDS")]
     pub timeout: f64,
@@ -782,22 +790,9 @@ pub struct BenchPaperArgs {
     /// Only these papers (comma-separated names).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub only: Vec<String>,
-    /// Time limit of one probe.
-    #[arg(long, default_value_t = 120.0, value_name = "SECONDS")]
-    pub timeout: f64,
-    /// Run every probe in a fresh Python process instead of a forked child of a warm worker.
-    #[arg(long)]
-    pub cold: bool,
-    /// Judge votes per criterion no check decides.
-    #[arg(long, default_value_t = 3, value_name = "K")]
-    pub votes: u32,
-    /// With --llm the judge first writes a probe for a criterion no check decides (running it
-    /// decides); this skips that: judge votes only.
-    #[arg(long)]
-    pub judge_only: bool,
-    /// The judge and fingerprint extractor; without it, checks only.
+    /// Probes, and the judge and fingerprint extractor (--llm); without a model, checks only.
     #[command(flatten)]
-    pub llm: crate::llm::LlmArgs,
+    pub check: PaperCheckArgs,
 }
 
 #[derive(Debug, Args)]

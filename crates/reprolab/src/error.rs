@@ -18,7 +18,10 @@ use reprolab_exec::{EvalError, WorkerError};
 use reprolab_faults::CampaignError;
 use reprolab_llm::LlmError;
 use reprolab_localize::llm::LlmFlError;
-use reprolab_paper::{DocumentError, LineageError, RubricError};
+use reprolab_paper::benchmark::BenchmarkError;
+use reprolab_paper::codefacts::CodeFactsError;
+use reprolab_paper::implement::ImplementError;
+use reprolab_paper::{DocumentError, FingerprintError, LineageError, RubricError};
 use reprolab_repair::RepairError;
 use reprolab_store::StoreError;
 use serde::Serialize;
@@ -178,9 +181,25 @@ fn typed_kind(e: &(dyn std::error::Error + 'static)) -> Option<Kind> {
     if e.is::<ManifestError>() || e.is::<ProgramError>() || e.is::<TemplateError>() {
         return Some(Kind::Input);
     }
-    // A paper, a corpus or a rubric the user named: missing, unreadable or malformed alike.
-    if e.is::<DocumentError>() || e.is::<LineageError>() || e.is::<RubricError>() {
+    // A paper, a corpus, a rubric, a fingerprint or a paper benchmark the user named: missing,
+    // unreadable or malformed alike.
+    if e.is::<DocumentError>()
+        || e.is::<LineageError>()
+        || e.is::<RubricError>()
+        || e.is::<FingerprintError>()
+        || e.is::<BenchmarkError>()
+    {
         return Some(Kind::Input);
+    }
+    if e.is::<CodeFactsError>() {
+        return Some(Kind::Infrastructure);
+    }
+    if let Some(e) = e.downcast_ref::<ImplementError>() {
+        return Some(match e {
+            ImplementError::Model(l) => llm_kind(l),
+            ImplementError::State { .. } => Kind::Input,
+            ImplementError::Io { .. } | ImplementError::Verify(_) => Kind::Infrastructure,
+        });
     }
     if e.is::<clap::Error>() {
         return Some(Kind::Usage);

@@ -112,6 +112,17 @@ fn small_paper(dir: &std::path::Path) {
     );
 }
 
+/// The verdict on criterion `id` of `paper verify --json`'s output.
+fn verdict_of(v: &serde_json::Value, id: &str) -> serde_json::Value {
+    v["verification"]["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["id"] == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("no verdict for {id}: {v}"))
+}
+
 #[test]
 fn verify_decides_by_constants_calls_and_probes_and_shows_the_evidence() {
     let tmp = tempfile::tempdir().unwrap();
@@ -121,15 +132,7 @@ fn verify_decides_by_constants_calls_and_probes_and_shows_the_evidence() {
     ]));
     assert_eq!(out.status.code(), Some(1), "C2 fails");
     let v = json(&out);
-    let verdict = |id: &str| {
-        v["verification"]["verdicts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|d| d["id"] == id)
-            .cloned()
-            .unwrap_or_else(|| panic!("no verdict for {id}: {v}"))
-    };
+    let verdict = |id: &str| verdict_of(&v, id);
     assert_eq!(verdict("C1")["outcome"], "pass");
     assert_eq!(verdict("C1")["decided_by"], "static");
     // Both checks of C1 ran: the constant and the probe (which imports the code and passes).
@@ -214,8 +217,7 @@ fn the_judge_decides_only_what_no_check_did_by_majority_of_its_votes() {
         ])
         .arg(format!("openai:fake@{}", server.base_url())));
     let v = json(&out);
-    let verdicts = v["verification"]["verdicts"].as_array().unwrap();
-    let c3 = verdicts.iter().find(|d| d["id"] == "C3").unwrap();
+    let c3 = verdict_of(&v, "C3");
     assert_eq!(c3["outcome"], "fail", "{c3}");
     assert_eq!(c3["decided_by"], "judge");
     assert!(
@@ -228,7 +230,7 @@ fn the_judge_decides_only_what_no_check_did_by_majority_of_its_votes() {
             .unwrap()
             .contains("sm.py:4 builds targets only (vote 0)")
     );
-    let c5 = verdicts.iter().find(|d| d["id"] == "C5").unwrap();
+    let c5 = verdict_of(&v, "C5");
     assert_eq!(
         c5["outcome"], "pass",
         "an unreadable vote counts for neither side: {c5}"
@@ -495,8 +497,7 @@ fn the_judge_writes_a_probe_first_and_running_it_decides() {
         .args(["--json", "paper", "verify", "paper.md", "code", "--llm"])
         .arg(format!("openai:fake@{}", server.base_url())));
     let v = json(&out);
-    let verdicts = v["verification"]["verdicts"].as_array().unwrap();
-    let c3 = verdicts.iter().find(|d| d["id"] == "C3").unwrap();
+    let c3 = verdict_of(&v, "C3");
     assert_eq!(c3["outcome"], "fail", "{c3}");
     assert_eq!(c3["decided_by"], "execution");
     assert!(
@@ -509,7 +510,7 @@ fn the_judge_writes_a_probe_first_and_running_it_decides() {
             .unwrap()
             .contains("written by the judge")
     );
-    let c5 = verdicts.iter().find(|d| d["id"] == "C5").unwrap();
+    let c5 = verdict_of(&v, "C5");
     assert_eq!(c5["decided_by"], "judge", "{c5}");
     assert_eq!(server.requests().len(), 5);
 }
@@ -599,4 +600,67 @@ fn lineage_input_errors_exit_2_and_name_the_path() {
     let out = lineage(tmp.path(), &scan, &corpus, &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("scan.pdf: cannot read the PDF"));
+}
+
+#[test]
+fn implement_falls_back_to_one_file_without_a_plan_and_a_dead_model_stops_it_resumably() {
+    let tmp = tempfile::tempdir().unwrap();
+    small_paper(tmp.path());
+    let implement = |server: &FakeServer, out: &str| {
+        run(reprolab_without_llm_settings(tmp.path())
+            .args([
+                "--json",
+                "paper",
+                "implement",
+                "paper.md",
+                "--rounds",
+                "1",
+                "--llm-attempts",
+                "1",
+                "--out",
+                out,
+                "--llm",
+            ])
+            .arg(format!("openai:fake@{}", server.base_url())))
+    };
+    let dead = FakeServer::start_background(Flavor::OpenAi, []);
+    dead.set_fallback(FakeReply::Status(500, None));
+    let out = implement(&dead, "down");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "a model that cannot be asked is infrastructure"
+    );
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("down/implementation.json"))
+            .unwrap_or_else(|_| "{}".into()),
+    )
+    .unwrap();
+    assert!(
+        state["plan"].is_null(),
+        "nothing is recorded as done: {state}"
+    );
+
+    let train = "import torch\n\nif __name__ == '__main__':\n    print('loss: 0.25')\n";
+    let server = FakeServer::start_background(
+        Flavor::OpenAi,
+        [
+            FakeReply::Text("I would write some files.".into()),
+            FakeReply::Text("Sure!".into()),
+            fenced(train),
+        ],
+    );
+    let out = implement(&server, "weak");
+    let v = json(&out);
+    let plan = &v["implementation"]["plan"];
+    assert!(
+        plan["fallback"]
+            .as_str()
+            .unwrap()
+            .contains("no usable plan"),
+        "{plan}"
+    );
+    assert_eq!(plan["entry"], "train.py");
+    assert_eq!(v["implementation"]["rounds"][0]["smoke"]["ok"], true, "{v}");
+    assert_eq!(server.requests().len(), 3);
 }

@@ -8,16 +8,13 @@ use anyhow::{Context, Result, bail};
 use reprolab_bench::ResultsFile;
 use reprolab_bench::paper::{PaperRow, Recall, report, row, targets_met};
 use reprolab_paper::benchmark::BundledPaper;
-use reprolab_paper::judge::LlmJudge;
 use reprolab_paper::{Paper, extract};
-use reprolab_reproduce::run::WarmPools;
 
-use super::{Verifier, check_votes};
+use super::Checking;
 use crate::cli::{BenchPaperArgs, Global};
-use crate::{context, progress};
+use crate::progress;
 
 pub async fn bench(g: &Global, a: &BenchPaperArgs) -> Result<ExitCode> {
-    check_votes(a.votes)?;
     let mut papers = BundledPaper::load_all(&a.benchmark)?;
     papers.retain(|p| a.only.is_empty() || a.only.contains(&p.name));
     if papers.is_empty() {
@@ -27,17 +24,10 @@ pub async fn bench(g: &Global, a: &BenchPaperArgs) -> Result<ExitCode> {
             a.benchmark.display()
         );
     }
-    let env = context::python_env(g).await?;
-    let store = (!g.no_cache).then(|| context::open_store(g)).transpose()?;
-    let warm = (!a.cold).then(|| WarmPools::new(1));
-    let verifier = Verifier::new(&env, store.as_ref(), warm.as_ref(), a.timeout)?;
-    let session = a
-        .llm
-        .llm
-        .is_some()
-        .then(|| crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None))
-        .transpose()?;
-    let model = session.as_ref().map(|s| s.model.name());
+    let checking = Checking::open(g, &a.check).await?;
+    let verifier = checking.verifier(&a.check)?;
+    let session = checking.session.as_ref();
+    let model = session.map(|s| s.model.name());
     let (mut results, done) = ResultsFile::open::<PaperRow>(&a.out)?;
     let mut rows: Vec<PaperRow> = done.into_iter().filter(|r| r.model == model).collect();
     let pb = progress::bar(papers.len() as u64, "papers", g.json);
@@ -48,16 +38,10 @@ pub async fn bench(g: &Global, a: &BenchPaperArgs) -> Result<ExitCode> {
         }
         pb.set_message(paper.name.clone());
         let started = std::time::Instant::now();
-        let before = session.as_ref().map(|s| s.meter.snapshot().calls);
+        let before = session.map(|s| s.meter.snapshot().calls);
         let document = Paper::load(&paper.paper)?;
         let text = &document.text;
-        let judge = session.as_ref().map(|s| LlmJudge {
-            model: s.model.as_ref(),
-            paper: text,
-            votes: a.votes,
-            max_tokens: 1024,
-            write_probes: !a.judge_only,
-        });
+        let judge = checking.judge(text, &a.check);
         let reference = verifier
             .verify(&paper.fingerprint, &paper.reference, judge.as_ref(), |_| {})
             .await?;
@@ -65,7 +49,7 @@ pub async fn bench(g: &Global, a: &BenchPaperArgs) -> Result<ExitCode> {
             .verify(&paper.fingerprint, &paper.mutated, judge.as_ref(), |_| {})
             .await?;
         let mut r = row(paper, &reference, &mutated);
-        if let Some(s) = &session {
+        if let Some(s) = session {
             let ex = extract::extract(s.model.as_ref(), &document, 2048, |_| {}).await;
             r.recall = Some(Recall {
                 gold: paper.fingerprint.criteria.len(),
@@ -95,9 +79,7 @@ pub async fn bench(g: &Global, a: &BenchPaperArgs) -> Result<ExitCode> {
         pb.inc(1);
     }
     pb.finish_and_clear();
-    if let Some(w) = &warm {
-        w.shutdown().await;
-    }
+    checking.close().await;
     super::super::publish(g, &a.out, &report(&rows), &rows)?;
     Ok(if targets_met(&rows) {
         ExitCode::SUCCESS

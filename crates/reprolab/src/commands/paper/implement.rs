@@ -72,7 +72,10 @@ pub async fn implement(g: &Global, a: &PaperImplementArgs) -> Result<ExitCode> {
     let sp = progress::spinner("planning", g.json);
     let result = implement::implement(model, &brief, &a.out, &workshop, &opts, |e| {
         let line = match e {
-            Event::Planned(p) => format!("plan: {} files, entry {}", p.files.len(), p.entry),
+            Event::Planned(p) => match &p.fallback {
+                Some(why) => format!("plan: {why}"),
+                None => format!("plan: {} files, entry {}", p.files.len(), p.entry),
+            },
             Event::Wrote(path) => format!("wrote {path}"),
             Event::Judged(r) => format!(
                 "round {}: smoke {}; {} pass, {} fail, {} undecided",

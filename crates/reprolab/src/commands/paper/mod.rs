@@ -28,13 +28,70 @@ pub use implement::implement;
 pub use lineage::lineage;
 pub use verify::verify_cmd;
 
+use crate::cli::{Global, PaperCheckArgs};
+use crate::context;
 use crate::error::Infrastructure;
+use crate::llm::LlmSession;
 
 fn check_votes(votes: u32) -> Result<()> {
     if votes == 0 || votes > 15 {
         bail!("--votes is {votes}; expected 1 to 15");
     }
     Ok(())
+}
+
+/// What checking criteria needs, set up once per command: the environment, the store, warm
+/// workers and, with --llm, the model.
+pub struct Checking {
+    env: PythonEnv,
+    store: Option<Store>,
+    warm: Option<WarmPools>,
+    pub session: Option<LlmSession>,
+}
+
+impl Checking {
+    pub async fn open(g: &Global, a: &PaperCheckArgs) -> Result<Checking> {
+        check_votes(a.votes)?;
+        let session = a
+            .llm
+            .llm
+            .is_some()
+            .then(|| crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None))
+            .transpose()?;
+        Ok(Checking {
+            env: context::python_env(g).await?,
+            store: (!g.no_cache).then(|| context::open_store(g)).transpose()?,
+            warm: (!a.cold).then(|| WarmPools::new(1)),
+            session,
+        })
+    }
+
+    pub fn verifier(&self, a: &PaperCheckArgs) -> Result<Verifier<'_>> {
+        Verifier::new(
+            &self.env,
+            self.store.as_ref(),
+            self.warm.as_ref(),
+            a.timeout,
+        )
+    }
+
+    /// The judge of `paper`, when there is a model.
+    pub fn judge<'a>(&'a self, paper: &'a str, a: &PaperCheckArgs) -> Option<LlmJudge<'a>> {
+        self.session.as_ref().map(|s| LlmJudge {
+            model: s.model.as_ref(),
+            paper,
+            votes: a.votes,
+            max_tokens: 1024,
+            write_probes: !a.judge_only,
+        })
+    }
+
+    /// Stop the warm workers.
+    pub async fn close(&self) {
+        if let Some(w) = &self.warm {
+            w.shutdown().await;
+        }
+    }
 }
 
 /// Verifies code directories in one environment: their static facts by the environment's

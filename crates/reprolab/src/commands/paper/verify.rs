@@ -7,13 +7,11 @@ use anyhow::{Context, Result, bail};
 use reprolab_paper::Paper;
 use reprolab_paper::checks::Outcome;
 use reprolab_paper::fingerprint::Dropped;
-use reprolab_paper::judge::LlmJudge;
 use reprolab_paper::verify::{Verdict, Verification};
-use reprolab_reproduce::run::WarmPools;
 
-use super::{Verifier, check_votes, clip, grounded_fingerprint};
+use super::{Checking, clip, grounded_fingerprint};
 use crate::cli::{Global, PaperVerifyArgs};
-use crate::{context, progress, table};
+use crate::{progress, table};
 
 /// `reprolab paper verify`: the fingerprint's criteria decided against a code directory.
 pub async fn verify_cmd(g: &Global, a: &PaperVerifyArgs) -> Result<ExitCode> {
@@ -23,39 +21,21 @@ pub async fn verify_cmd(g: &Global, a: &PaperVerifyArgs) -> Result<ExitCode> {
             a.code.display()
         );
     }
-    check_votes(a.votes)?;
     let paper = Paper::load(&a.paper)?;
-    let paper_text = &paper.text;
     let (fingerprint, dropped) =
-        grounded_fingerprint(&a.paper, paper_text, a.fingerprint.as_deref())?;
-    let env = context::python_env(g).await?;
-    let store = (!g.no_cache).then(|| context::open_store(g)).transpose()?;
-    let warm = (!a.cold).then(|| WarmPools::new(1));
-    let verifier = Verifier::new(&env, store.as_ref(), warm.as_ref(), a.timeout)?;
-    let session = a
-        .llm
-        .llm
-        .is_some()
-        .then(|| crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None))
-        .transpose()?;
-    let judge = session.as_ref().map(|s| LlmJudge {
-        model: s.model.as_ref(),
-        paper: paper_text,
-        votes: a.votes,
-        max_tokens: 1024,
-        write_probes: !a.judge_only,
-    });
+        grounded_fingerprint(&a.paper, &paper.text, a.fingerprint.as_deref())?;
+    let checking = Checking::open(g, &a.check).await?;
+    let judge = checking.judge(&paper.text, &a.check);
     let bar = progress::bar(fingerprint.criteria.len() as u64, "criteria", g.json);
-    let verification = verifier
+    let verification = checking
+        .verifier(&a.check)?
         .verify(&fingerprint, &a.code, judge.as_ref(), |v| {
             bar.set_message(v.id.clone());
             bar.inc(1);
         })
         .await;
     bar.finish_and_clear();
-    if let Some(w) = &warm {
-        w.shutdown().await;
-    }
+    checking.close().await;
     let verification = verification?;
     let report = serde_json::json!({
         "paper": a.paper.display().to_string(),
