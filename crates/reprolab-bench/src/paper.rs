@@ -49,6 +49,27 @@ pub struct Recall {
     pub dropped: usize,
 }
 
+/// The paper implemented by the model (`paper implement` with the gold fingerprint).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Implemented {
+    pub rounds: usize,
+    /// The last round's smoke run passed and no criterion failed.
+    pub passed: bool,
+    pub smoke_ok: bool,
+    pub pass: usize,
+    pub fail: usize,
+    pub undecided: usize,
+    /// The rubric graded from the last round's verification.
+    pub rubric_score: f64,
+    pub rubric_over_scored: Option<f64>,
+    pub stopped: String,
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cost_usd: f64,
+    pub time_s: f64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PaperRow {
     pub paper: String,
@@ -63,6 +84,8 @@ pub struct PaperRow {
     /// Criteria without a violation that fail on the mutated implementation.
     pub false_alarms_mutated: Vec<String>,
     pub recall: Option<Recall>,
+    #[serde(default)]
+    pub implementation: Option<Implemented>,
     pub llm_calls: u64,
     pub time_s: f64,
 }
@@ -126,6 +149,7 @@ pub fn row(paper: &BundledPaper, reference: &Verification, mutated: &Verificatio
             .map(str::to_string)
             .collect(),
         recall: None,
+        implementation: None,
         llm_calls: 0,
         time_s: 0.0,
     }
@@ -282,23 +306,87 @@ pub fn report(rows: &[PaperRow]) -> Report {
             })
             .collect(),
     };
-    Report {
-        title: "Paper reproduction: the verifier on the bundled papers".into(),
-        sections: vec![
-            section(
-                "Summary",
-                vec![format!(
-                    "{} papers, {criteria} gold criteria. Each criterion is decided by the \
+    let mut sections = vec![
+        section(
+            "Summary",
+            vec![format!(
+                "{} papers, {criteria} gold criteria. Each criterion is decided by the \
                      strongest checker that applies: static (constants and calls read with ast), \
                      execution (a probe run in the sandbox), then the LLM judge when one is given.",
-                    rows.len()
-                )],
-                vec![string_table(&summary)],
-            ),
-            section("Per paper", vec![], vec![per_paper]),
-            section("Violations", vec![], vec![per_violation]),
-        ],
+                rows.len()
+            )],
+            vec![string_table(&summary)],
+        ),
+        section("Per paper", vec![], vec![per_paper]),
+        section("Violations", vec![], vec![per_violation]),
+    ];
+    if let Some(s) = implementations(rows) {
+        sections.push(s);
     }
+    Report {
+        title: "Paper reproduction: the verifier on the bundled papers".into(),
+        sections,
+    }
+}
+
+/// The model's implementations, when the run had a model.
+fn implementations(rows: &[PaperRow]) -> Option<reprolab_report::Section> {
+    let done: Vec<(&PaperRow, &Implemented)> = rows
+        .iter()
+        .filter_map(|r| r.implementation.as_ref().map(|i| (r, i)))
+        .collect();
+    if done.is_empty() {
+        return None;
+    }
+    let model = done[0].0.model.clone().unwrap_or_default();
+    let table = Table {
+        caption: format!(
+            "Each paper implemented by {model} from the gold fingerprint (paper implement): \
+             rounds, the last round's smoke run and verdicts (pass/fail/undecided), the rubric \
+             graded from its verification, the model's calls, tokens and cost."
+        ),
+        headers: [
+            "paper",
+            "rounds",
+            "passed",
+            "smoke",
+            "p/f/u",
+            "rubric",
+            "calls",
+            "tokens",
+            "cost (USD)",
+            "minutes",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: done
+            .iter()
+            .map(|(r, i)| {
+                vec![
+                    Cell::from(r.paper.clone()),
+                    Cell::from(i.rounds.to_string()),
+                    Cell::from(if i.passed { "yes" } else { "no" }),
+                    Cell::from(if i.smoke_ok { "ok" } else { "fails" }),
+                    Cell::from(format!("{}/{}/{}", i.pass, i.fail, i.undecided)),
+                    Cell::from(fmt2(Some(i.rubric_score))),
+                    Cell::from(i.calls.to_string()),
+                    Cell::from((i.prompt_tokens + i.completion_tokens).to_string()),
+                    Cell::from(format!("{:.4}", i.cost_usd)),
+                    Cell::from(fmt2(Some(i.time_s / 60.0))),
+                ]
+            })
+            .collect(),
+    };
+    let passed = done.iter().filter(|(_, i)| i.passed).count();
+    Some(section(
+        "Implementations",
+        vec![format!(
+            "{} of {} implementations passed (the smoke run works and no criterion fails).",
+            passed,
+            done.len()
+        )],
+        vec![table],
+    ))
 }
 
 /// PaperBench's score, and the score over the scored leaves when some were not.

@@ -264,6 +264,14 @@ pub async fn implement(
     Ok(state)
 }
 
+/// The verification of the last round that ran in `out`, if any.
+pub fn last_verification(out: &Path, state: &Implementation) -> Option<Verification> {
+    let round = state.rounds.last()?;
+    let text =
+        std::fs::read_to_string(round_dir(out, round.number).join("verification.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
 fn load_state(path: &Path) -> Result<Implementation, ImplementError> {
     match std::fs::read_to_string(path) {
         Ok(text) => serde_json::from_str(&text).map_err(|e| ImplementError::State {

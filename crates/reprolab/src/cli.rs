@@ -770,8 +770,10 @@ rubric, reference implementation, mutated implementation with known violations).
 each gold fingerprint is verified against both implementations by static checks and execution \
 probes: every violation a check can see must be caught, and no criterion may fail where there is \
 no violation (a false alarm). Rubrics are graded from the verifications. With --llm, the judge \
-decides what no check does, and the model's own fingerprint of each paper is scored for recall \
-against the gold criteria. Rows are appended to OUT/results.jsonl as each paper finishes (a killed \
+decides what no check does, the model's own fingerprint of each paper is scored for recall \
+against the gold criteria, and the model implements each paper from its gold fingerprint \
+(`paper implement`, the other bundled papers as lineage corpus; OUT/<paper>/impl): rounds, \
+whether it passed, the rubric graded from its last verification, calls, tokens and cost. Rows are appended to OUT/results.jsonl as each paper finishes (a killed \
 run resumes); OUT/report.md and report.html are rewritten at the end; every probe run is cached \
 in the store. Exit 0 when every machine-detectable violation is caught without a false alarm.",
         after_help = "Examples:\n  reprolab bench paper --out bench-paper\n  reprolab bench paper --only mixup,focal-loss --llm ollama:qwen2.5:7b --out bench-paper-qwen"
@@ -790,7 +792,11 @@ pub struct BenchPaperArgs {
     /// Only these papers (comma-separated names).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub only: Vec<String>,
-    /// Probes, and the judge and fingerprint extractor (--llm); without a model, checks only.
+    /// With --llm: rounds of `paper implement` per paper.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub rounds: u32,
+    /// Probes, and the judge, fingerprint extractor and implementer (--llm); without a model,
+    /// checks only.
     #[command(flatten)]
     pub check: PaperCheckArgs,
 }

@@ -664,3 +664,60 @@ fn implement_falls_back_to_one_file_without_a_plan_and_a_dead_model_stops_it_res
     assert_eq!(v["implementation"]["rounds"][0]["smoke"]["ok"], true, "{v}");
     assert_eq!(server.requests().len(), 3);
 }
+
+/// A model that answers nothing useful to anything: every step records what it got (no probe,
+/// unreadable votes, no criteria, the one-file plan, an empty file that fails its smoke run) and
+/// the bench row still comes out, with the implementation's rounds and calls.
+#[test]
+fn bench_paper_with_a_useless_model_records_every_step_as_an_outcome() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = FakeServer::start_background(Flavor::OpenAi, []);
+    server.set_fallback(FakeReply::Text("NONE".into()));
+    let out = run(reprolab_without_llm_settings(tmp.path())
+        .args(["--json", "bench", "paper"])
+        .arg(repo().join("benchmarks/papers"))
+        .args([
+            "--only",
+            "label-smoothing",
+            "--rounds",
+            "1",
+            "--votes",
+            "1",
+            "--out",
+            "bp",
+            "--llm",
+        ])
+        .arg(format!("openai:fake@{}", server.base_url())));
+    let rows = json(&out);
+    let row = &rows[0];
+    assert_eq!(
+        row["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|v| v["caught"] == true)
+            .count(),
+        2,
+        "{row}"
+    );
+    assert_eq!(row["recall"]["extracted"], 0, "{row}");
+    let implemented = &row["implementation"];
+    assert_eq!(implemented["rounds"], 1, "{row}");
+    assert_eq!(implemented["passed"], false);
+    assert_eq!(implemented["smoke_ok"], false);
+    assert!(
+        implemented["calls"].as_u64().unwrap() >= 3,
+        "plan twice and the file: {row}"
+    );
+    let plan: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            tmp.path()
+                .join("bp/label-smoothing/impl/implementation.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(plan["plan"]["fallback"].is_string(), "{plan}");
+    let report = std::fs::read_to_string(tmp.path().join("bp/report.md")).unwrap();
+    assert!(report.contains("## Implementations"), "{report}");
+}

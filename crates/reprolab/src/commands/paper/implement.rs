@@ -7,19 +7,14 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use reprolab_paper::code::{self, CodeFile};
 use reprolab_paper::fingerprint::Fingerprint;
-use reprolab_paper::implement::{
-    self, BoxError, Brief, Event, Options, SMOKE_FLAG, Smoke, Workshop, judge_smoke,
-};
+use reprolab_paper::implement::{self, Brief, Event, Options};
 use reprolab_paper::judge::LlmJudge;
 use reprolab_paper::lineage::resolve;
-use reprolab_paper::verify::Verification;
 use reprolab_paper::{Corpus, Paper, extract};
-use reprolab_reproduce::observe::RunStatus;
-use reprolab_reproduce::run::{ScriptRunner, WarmPools, default_limits};
 
-use super::{Verifier, grounded_fingerprint};
+use super::{Checking, grounded_fingerprint};
 use crate::cli::{Global, PaperImplementArgs};
-use crate::{context, progress};
+use crate::progress;
 
 pub async fn implement(g: &Global, a: &PaperImplementArgs) -> Result<ExitCode> {
     if a.rounds == 0 || a.rounds > 20 {
@@ -32,9 +27,7 @@ pub async fn implement(g: &Global, a: &PaperImplementArgs) -> Result<ExitCode> {
     let model = session.model.as_ref();
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let fingerprint = fingerprint_for(g, a, &paper, model).await?;
-    let env = context::python_env(g).await?;
-    let store = (!g.no_cache).then(|| context::open_store(g)).transpose()?;
-    let warm = (!a.cold).then(|| WarmPools::new(1));
+    let checking = Checking::new(g, None, a.cold).await?;
     let judge = a.judge.then(|| LlmJudge {
         model,
         paper: text,
@@ -42,22 +35,12 @@ pub async fn implement(g: &Global, a: &PaperImplementArgs) -> Result<ExitCode> {
         max_tokens: 1024,
         write_probes: true,
     });
-    let workshop = SandboxWorkshop {
-        verifier: Verifier::new(&env, store.as_ref(), warm.as_ref(), a.timeout)?,
-        smoke: ScriptRunner {
-            env: &env,
-            limits: reprolab_core::manifest::Limits {
-                timeout_s: a.smoke_timeout,
-                ..default_limits()
-            },
-            paths: Vec::new(),
-            parallel: 1,
-            store: store.as_ref(),
-            warm: warm.as_ref(),
-        },
-        fingerprint: &fingerprint,
-        judge: judge.as_ref(),
-    };
+    let workshop = checking.workshop(
+        checking.verifier(a.timeout)?,
+        &fingerprint,
+        judge.as_ref(),
+        a.smoke_timeout,
+    );
     let brief = Brief {
         title: &paper.title,
         paper: text,
@@ -71,39 +54,11 @@ pub async fn implement(g: &Global, a: &PaperImplementArgs) -> Result<ExitCode> {
     };
     let sp = progress::spinner("planning", g.json);
     let result = implement::implement(model, &brief, &a.out, &workshop, &opts, |e| {
-        let line = match e {
-            Event::Planned(p) => match &p.fallback {
-                Some(why) => format!("plan: {why}"),
-                None => format!("plan: {} files, entry {}", p.files.len(), p.entry),
-            },
-            Event::Wrote(path) => format!("wrote {path}"),
-            Event::Judged(r) => format!(
-                "round {}: smoke {}; {} pass, {} fail, {} undecided",
-                r.number,
-                if r.smoke.ok { "ok" } else { "FAILED" },
-                r.pass,
-                r.fail,
-                r.undecided
-            ),
-            Event::Revised(r) => format!(
-                "round {}: {} edits applied, {} failed; changed {}",
-                r.number,
-                r.edits_applied,
-                r.edits_failed,
-                if r.files_changed.is_empty() {
-                    "nothing".to_string()
-                } else {
-                    r.files_changed.join(", ")
-                }
-            ),
-        };
-        progress::line(&sp, &line);
+        progress::line(&sp, &event_line(&e))
     })
     .await;
     sp.finish_and_clear();
-    if let Some(w) = &warm {
-        w.shutdown().await;
-    }
+    checking.close().await;
     let state = result?;
     if g.json {
         println!(
@@ -133,6 +88,36 @@ pub async fn implement(g: &Global, a: &PaperImplementArgs) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// One progress line for an event of the loop.
+pub fn event_line(e: &Event<'_>) -> String {
+    match e {
+        Event::Planned(p) => match &p.fallback {
+            Some(why) => format!("plan: {why}"),
+            None => format!("plan: {} files, entry {}", p.files.len(), p.entry),
+        },
+        Event::Wrote(path) => format!("wrote {path}"),
+        Event::Judged(r) => format!(
+            "round {}: smoke {}; {} pass, {} fail, {} undecided",
+            r.number,
+            if r.smoke.ok { "ok" } else { "FAILED" },
+            r.pass,
+            r.fail,
+            r.undecided
+        ),
+        Event::Revised(r) => format!(
+            "round {}: {} edits applied, {} failed; changed {}",
+            r.number,
+            r.edits_applied,
+            r.edits_failed,
+            if r.files_changed.is_empty() {
+                "nothing".to_string()
+            } else {
+                r.files_changed.join(", ")
+            }
+        ),
+    }
 }
 
 /// The given fingerprint, else the one beside the paper, else one the model extracts (kept in
@@ -172,7 +157,11 @@ async fn fingerprint_for(
 
 /// The code of the papers PAPER builds on, found in `corpus` (lineage): the files of the top
 /// resolved references, most relevant first, each path prefixed with its entry.
-fn lineage_code(paper: &Paper, corpus: Option<&Path>, top: usize) -> Result<Vec<CodeFile>> {
+pub(super) fn lineage_code(
+    paper: &Paper,
+    corpus: Option<&Path>,
+    top: usize,
+) -> Result<Vec<CodeFile>> {
     let Some(corpus) = corpus else {
         return Ok(Vec::new());
     };
@@ -196,41 +185,4 @@ fn lineage_code(paper: &Paper, corpus: Option<&Path>, top: usize) -> Result<Vec<
         files.len()
     );
     Ok(files)
-}
-
-struct SandboxWorkshop<'a> {
-    verifier: Verifier<'a>,
-    smoke: ScriptRunner<'a>,
-    fingerprint: &'a Fingerprint,
-    judge: Option<&'a LlmJudge<'a>>,
-}
-
-impl Workshop for SandboxWorkshop<'_> {
-    async fn smoke(&self, dir: &Path, entry: &str) -> Smoke {
-        let dir = &std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-        let code_hash = reprolab_core::hash::hash_tree(dir).unwrap_or_default();
-        let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
-        let (d, e) = (quoted(&dir.display().to_string()), quoted(entry));
-        let script = format!(
-            "# reprolab paper smoke run; code {code_hash}\nimport os as _os, runpy as _runpy, sys as _sys\n\
-_os.chdir({d})\n_sys.path.insert(0, {d})\n_sys.argv = [{e}, {flag}]\n_runpy.run_path({e}, run_name=\"__main__\")\n",
-            flag = quoted(SMOKE_FLAG)
-        );
-        let runs = self.smoke.run("paper smoke", &script, &[0]).await;
-        match runs.first() {
-            Some(run) => judge_smoke(
-                run.status == RunStatus::Ok,
-                &run.headline(),
-                &run.output_tail,
-            ),
-            None => judge_smoke(false, "the smoke run did not start", ""),
-        }
-    }
-
-    async fn verify(&self, dir: &Path) -> Result<Verification, BoxError> {
-        self.verifier
-            .verify(self.fingerprint, dir, self.judge, |_| {})
-            .await
-            .map_err(|e| format!("{e:#}").into())
-    }
 }

@@ -15,6 +15,7 @@ use anyhow::{Context, Result, bail};
 use reprolab_exec::PythonEnv;
 use reprolab_paper::codefacts;
 use reprolab_paper::fingerprint::{Dropped, Fingerprint};
+use reprolab_paper::implement::{BoxError, SMOKE_FLAG, Smoke, Workshop, judge_smoke};
 use reprolab_paper::judge::LlmJudge;
 use reprolab_paper::verify::{NoJudge, ProbeRun, Prober, Verdict, Verification, verify};
 use reprolab_reproduce::observe::RunStatus;
@@ -25,6 +26,7 @@ pub use bench::bench;
 pub use fingerprint::fingerprint;
 pub use grade::grade;
 pub use implement::implement;
+use implement::{event_line, lineage_code};
 pub use lineage::lineage;
 pub use verify::verify_cmd;
 
@@ -50,6 +52,7 @@ pub struct Checking {
 }
 
 impl Checking {
+    /// With the check options: their model when --llm names one.
     pub async fn open(g: &Global, a: &PaperCheckArgs) -> Result<Checking> {
         check_votes(a.votes)?;
         let session = a
@@ -58,21 +61,51 @@ impl Checking {
             .is_some()
             .then(|| crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None))
             .transpose()?;
+        Checking::new(g, session, a.cold).await
+    }
+
+    pub async fn new(g: &Global, session: Option<LlmSession>, cold: bool) -> Result<Checking> {
         Ok(Checking {
             env: context::python_env(g).await?,
             store: (!g.no_cache).then(|| context::open_store(g)).transpose()?,
-            warm: (!a.cold).then(|| WarmPools::new(1)),
+            warm: (!cold).then(|| WarmPools::new(1)),
             session,
         })
     }
 
-    pub fn verifier(&self, a: &PaperCheckArgs) -> Result<Verifier<'_>> {
+    pub fn verifier(&self, probe_timeout_s: f64) -> Result<Verifier<'_>> {
         Verifier::new(
             &self.env,
             self.store.as_ref(),
             self.warm.as_ref(),
-            a.timeout,
+            probe_timeout_s,
         )
+    }
+
+    /// The implement loop's workshop: smoke runs in the sandbox (warm, cached) and `verifier`.
+    pub fn workshop<'a>(
+        &'a self,
+        verifier: Verifier<'a>,
+        fingerprint: &'a Fingerprint,
+        judge: Option<&'a LlmJudge<'a>>,
+        smoke_timeout_s: f64,
+    ) -> SandboxWorkshop<'a> {
+        SandboxWorkshop {
+            verifier,
+            smoke: ScriptRunner {
+                env: &self.env,
+                limits: reprolab_core::manifest::Limits {
+                    timeout_s: smoke_timeout_s,
+                    ..default_limits()
+                },
+                paths: Vec::new(),
+                parallel: 1,
+                store: self.store.as_ref(),
+                warm: self.warm.as_ref(),
+            },
+            fingerprint,
+            judge,
+        }
     }
 
     /// The judge of `paper`, when there is a model.
@@ -228,5 +261,43 @@ fn clip(s: &str, n: usize) -> String {
         s.to_string()
     } else {
         format!("{}…", s.chars().take(n - 1).collect::<String>())
+    }
+}
+
+/// The implement loop's world: smoke runs and verification in the sandbox.
+pub struct SandboxWorkshop<'a> {
+    verifier: Verifier<'a>,
+    smoke: ScriptRunner<'a>,
+    fingerprint: &'a Fingerprint,
+    judge: Option<&'a LlmJudge<'a>>,
+}
+
+impl Workshop for SandboxWorkshop<'_> {
+    async fn smoke(&self, dir: &Path, entry: &str) -> Smoke {
+        let dir = &std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let code_hash = reprolab_core::hash::hash_tree(dir).unwrap_or_default();
+        let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        let (d, e) = (quoted(&dir.display().to_string()), quoted(entry));
+        let script = format!(
+            "# reprolab paper smoke run; code {code_hash}\nimport os as _os, runpy as _runpy, sys as _sys\n\
+_os.chdir({d})\n_sys.path.insert(0, {d})\n_sys.argv = [{e}, {flag}]\n_runpy.run_path({e}, run_name=\"__main__\")\n",
+            flag = quoted(SMOKE_FLAG)
+        );
+        let runs = self.smoke.run("paper smoke", &script, &[0]).await;
+        match runs.first() {
+            Some(run) => judge_smoke(
+                run.status == RunStatus::Ok,
+                &run.headline(),
+                &run.output_tail,
+            ),
+            None => judge_smoke(false, "the smoke run did not start", ""),
+        }
+    }
+
+    async fn verify(&self, dir: &Path) -> Result<Verification, BoxError> {
+        self.verifier
+            .verify(self.fingerprint, dir, self.judge, |_| {})
+            .await
+            .map_err(|e| format!("{e:#}").into())
     }
 }

@@ -28,7 +28,7 @@ pub async fn verify_cmd(g: &Global, a: &PaperVerifyArgs) -> Result<ExitCode> {
     let judge = checking.judge(&paper.text, &a.check);
     let bar = progress::bar(fingerprint.criteria.len() as u64, "criteria", g.json);
     let verification = checking
-        .verifier(&a.check)?
+        .verifier(a.check.timeout)?
         .verify(&fingerprint, &a.code, judge.as_ref(), |v| {
             bar.set_message(v.id.clone());
             bar.inc(1);
