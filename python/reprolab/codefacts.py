@@ -12,8 +12,9 @@ prints one JSON object:
 A value's `kind` says where it came from: `assign` (`name = v`, `self.name = v`, annotated),
 `keyword` (`f(name=v)`), `default` (`def f(name=v)`), `dict` (`{"name": v}`), `argparse`
 (`add_argument("--name", default=v)`) or `config` (a key of a .json / .toml / simple .yaml file).
-`v` is a constant: a number, string, bool or None, or arithmetic on numbers; values that are not
-constants are left out (calls keep them as null). `scope` is the dotted name of the enclosing
+`v` is a constant: a number, string, bool or None, arithmetic on numbers, or a tuple / list of up
+to 16 constants (a JSON list); values that are not constants are left out (calls keep them as
+null). `scope` is the dotted name of the enclosing
 classes and functions (`Model.__init__`), "" at module level; for config keys, the dotted path of
 the parent keys. A call's `callee` is its dotted name with import aliases resolved
 (`import torch.nn.functional as F; F.relu` -> `torch.nn.functional.relu`).
@@ -58,6 +59,9 @@ def constant(node):
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return -v if isinstance(node.op, ast.USub) else v
         return _UNKNOWN
+    if isinstance(node, (ast.Tuple, ast.List)) and len(node.elts) <= 16:
+        items = [constant(e) for e in node.elts]
+        return _UNKNOWN if any(i is _UNKNOWN for i in items) else items
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
         a, b = constant(node.left), constant(node.right)
         numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))

@@ -161,7 +161,7 @@ fn scope_phrase(scopes: &[String]) -> String {
 }
 
 /// Numbers within a relative 1e-6 (`1e-3` and `0.001`, `2` and `2.0` are the same), strings
-/// without case, the rest exactly.
+/// without case, lists (Python tuples and lists) item by item, the rest exactly.
 pub fn same_value(found: &Value, want: &Value) -> bool {
     match (found, want) {
         (Value::Number(a), Value::Number(b)) => {
@@ -172,6 +172,9 @@ pub fn same_value(found: &Value, want: &Value) -> bool {
             a == b || (a - b).abs() <= 1e-6 * a.abs().max(b.abs())
         }
         (Value::String(a), Value::String(b)) => a.eq_ignore_ascii_case(b),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y))
+        }
         (a, b) => a == b,
     }
 }
@@ -298,6 +301,8 @@ mod tests {
         assert!(!same_value(&json!(0.1), &json!(0.10001)));
         assert!(same_value(&json!("AdamW"), &json!("adamw")));
         assert!(!same_value(&json!(true), &json!(1)));
+        assert!(same_value(&json!([0.9, 0.98]), &json!([0.9, 0.980])));
+        assert!(!same_value(&json!([0.9, 0.98]), &json!([0.9, 0.999])));
         assert_eq!(name_key("--Weight-Decay"), "weight_decay");
     }
 
