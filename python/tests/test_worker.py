@@ -332,11 +332,6 @@ def test_bad_requests_are_answered_and_skipped(ready, subject, tmp_path):
     assert run_eval(ready, subject, tmp_path).result["status"] == "ok"
 
 
-def test_shutdown(ready):
-    ready.send({"op": "shutdown"})
-    assert ready.proc.wait(timeout=60) == 0
-
-
 KERAS_SUBJECT = textwrap.dedent('''
     import keras
     import numpy as np
@@ -385,3 +380,8 @@ def test_unknown_framework_is_refused(ready, tmp_path):
                 "workdir": str(tmp_path / "fw"), "framework": "jax"})
     ev = ready.event()
     assert ev["ev"] == "error" and ev["id"] == "fw" and "framework" in ev["message"]
+
+
+def test_shutdown(ready):
+    ready.send({"op": "shutdown"})
+    assert ready.proc.wait(timeout=60) == 0
