@@ -47,6 +47,7 @@ _ACTIVATION_LAYERS = {"ReLU": "relu", "Softmax": "softmax", "LeakyReLU": "leaky_
 def patched_fit(mode):
     """While active, every `keras.Model.fit` call also runs a `ReprolabCallback`."""
     original = keras.Model.fit
+    own = "fit" in vars(keras.Model)  # else fit is the backend trainer's, inherited
     signature = inspect.signature(original)
 
     def fit(self, *args, **kwargs):
@@ -62,7 +63,10 @@ def patched_fit(mode):
     try:
         yield
     finally:
-        keras.Model.fit = original
+        if own:
+            keras.Model.fit = original
+        else:
+            del keras.Model.fit
 
 
 def _probe_batch(arguments):
