@@ -257,9 +257,13 @@ def watch(model):
 
 
 def seed_everything(seed):
-    """Seed Python's random, numpy and torch (when installed) with `seed`."""
+    """Seed Python's random, numpy and torch (when installed) with `seed`, and Keras' global seed
+    generator when the program has imported Keras (this never imports it)."""
     seed = int(seed)
     random.seed(seed)
+    keras = sys.modules.get("keras")
+    if keras is not None:
+        keras.utils.set_random_seed(seed % 2**32)
     try:
         import numpy as np
     except ImportError:

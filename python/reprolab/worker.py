@@ -8,8 +8,10 @@ Protocol (docs/architecture.md, "Worker protocol"):
   pools do not survive fork), then emits
   {"ev": "ready", "pid", "python", "torch", "import_s"}.
 * Requests on stdin, one JSON object per line:
-  {"op": "eval", "id", "subject_dir", "entry", "config", "seed", "mode", "workdir", "memory_mb"}
-  -> fork a child; {"ev": "started", "id", "pid"}; wait; {"ev": "done", "id", "exit_code", "signal"}.
+  {"op": "eval", "id", "subject_dir", "entry", "config", "seed", "mode", "workdir", "memory_mb",
+   "framework"}
+  -> fork a child ("framework": "keras" imports Keras on the torch backend in the worker once and
+  attaches reprolab's callback to model.fit in the child; see reprolab.keras_fit); {"ev": "started", "id", "pid"}; wait; {"ev": "done", "id", "exit_code", "signal"}.
   {"op": "script", "id", "script", "seed", "out", "paths", "workdir"} -> the same, the child
   running a bug-reproduction script through `reprolab.repro.run` (observed.json and
   reported.jsonl in "out", which must lie inside "workdir") as a fresh `python -m reprolab.repro`
@@ -207,16 +209,17 @@ def _child_eval(req, workdir):
         if not os.path.isfile(path):
             raise reprolab.ReprolabContractError(
                 f"entry {entry!r}: no file {path} in the subject directory")
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-        fn = getattr(module, func_name, None)
-        if fn is None or not callable(fn):
-            raise reprolab.ReprolabContractError(
-                f"entry {entry!r}: {os.path.basename(path)} defines no callable {func_name!r}; "
-                "a subject must define train(config, seed) -> {'search': ..., 'holdout': ...}")
-        result = fn(req.get("config") or {}, req.get("seed", 0))
+        with _framework(req.get("framework"), req.get("seed", 0), mode):
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            spec.loader.exec_module(module)
+            fn = getattr(module, func_name, None)
+            if fn is None or not callable(fn):
+                raise reprolab.ReprolabContractError(
+                    f"entry {entry!r}: {os.path.basename(path)} defines no callable {func_name!r}; "
+                    "a subject must define train(config, seed) -> {'search': ..., 'holdout': ...}")
+            result = fn(req.get("config") or {}, req.get("seed", 0))
         search, holdout, extra = reprolab._validate_result(result)
         record = reprolab._ok_record(search, holdout, extra)
     except KeyboardInterrupt:
@@ -253,6 +256,35 @@ def _child_eval(req, workdir):
                     "message": f"could not write the result: {_safe_str(e)}",
                     "traceback": traceback.format_exc()}
         reprolab._write_json_atomic(result_path, fallback)
+
+
+def _framework(framework, seed, mode):
+    """What the subject's framework needs around its training: for Keras, Keras' own seeding (its
+    global seed generator besides Python's, numpy's and torch's) and reprolab's callback attached
+    to every `model.fit` (reprolab.keras_fit); nothing for PyTorch."""
+    import contextlib
+
+    if framework != "keras":
+        return contextlib.nullcontext()
+    _import_keras()
+    import keras
+
+    from reprolab import keras_fit
+
+    keras.utils.set_random_seed(int(seed) % 2**32)
+    return keras_fit.patched_fit(mode)
+
+
+def _import_keras():
+    """Import Keras on the torch backend (the one framework the worker holds); the backend is
+    read once, at Keras' first import, so the variable must be set before it."""
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    try:
+        import keras
+    except ImportError as e:
+        raise ImportError(f"the subject's reprolab.toml says framework = \"keras\", but Keras "
+                          f"cannot be imported in the managed environment: {e}") from e
+    return keras
 
 
 def _child_script(req, workdir):
@@ -367,6 +399,9 @@ def _check_request(req):
             return f"eval request: {k} must be a non-empty string"
     if req.get("mode", "eval") not in ("eval", "trace"):
         return f"eval request: mode must be 'eval' or 'trace', got {req.get('mode')!r}"
+    if req.get("framework", "pytorch") not in ("pytorch", "keras"):
+        return ("eval request: framework must be 'pytorch' or 'keras', "
+                f"got {req.get('framework')!r}")
     config = req.get("config", {})
     if config is not None and not isinstance(config, dict):
         return "eval request: config must be an object"
@@ -415,7 +450,21 @@ def _handle_script(req):
 
 
 def _handle_eval(req):
+    if req.get("framework") == "keras":
+        _preimport_keras()
     _handle(req, _check_request, _child_eval)
+
+
+def _preimport_keras():
+    """Import Keras in the worker itself at its first Keras evaluation, so that this and every
+    later child forks with it loaded (seconds per child otherwise); PyTorch-only workers never
+    pay for it. A failure is left to the child, whose result then carries the traceback."""
+    if "keras" in sys.modules:
+        return
+    try:
+        _import_keras()
+    except Exception as e:  # noqa: BLE001
+        print(f"reprolab worker: could not import keras: {e}", file=sys.stderr)
 
 
 def fork_and_wait(req, body):

@@ -332,6 +332,56 @@ def test_bad_requests_are_answered_and_skipped(ready, subject, tmp_path):
     assert run_eval(ready, subject, tmp_path).result["status"] == "ok"
 
 
+KERAS_SUBJECT = textwrap.dedent('''
+    import keras
+    import numpy as np
+
+
+    def train(config, seed):
+        # no seeding and no reprolab call: the worker seeds Keras and attaches its callback
+        x = np.linspace(-1, 1, 128, dtype=np.float32).reshape(64, 2)
+        y = (x[:, 0] > x[:, 1]).astype(np.float32)
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, activation="relu"),
+                                  keras.layers.Dense(1, activation="sigmoid")])
+        model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
+        model.fit(x, y, epochs=config["epochs"], batch_size=16, verbose=0)
+        acc = float(model.evaluate(x, y, verbose=0)[1])
+        return {"search": acc, "holdout": acc, "kernel": model.layers[0].kernel.numpy().tolist()}
+''')
+
+
+@pytest.fixture(scope="module")
+def keras_subject(tmp_path_factory):
+    import importlib.util
+
+    if importlib.util.find_spec("keras") is None:
+        pytest.skip("Keras is not installed in this environment; the Keras worker test needs it")
+    d = tmp_path_factory.mktemp("keras_subject")
+    (d / "train.py").write_text(KERAS_SUBJECT)
+    return d
+
+
+def test_keras_subject_is_seeded_and_traced_without_its_help(ready, keras_subject, tmp_path):
+    runs = [run_eval(ready, keras_subject, tmp_path, mode=mode, framework="keras")
+            for mode in ("eval", "trace", "eval")]
+    results = [r.result for r in runs]
+    assert all(r["status"] == "ok" for r in results), results
+    assert results[0]["extra"]["kernel"] == results[1]["extra"]["kernel"] == results[2]["extra"]["kernel"]
+    assert [set(e) >= {"epoch", "loss", "acc", "nan"} for e in runs[0].epochs] == [True, True]
+    traced = runs[1].epochs
+    assert traced[0]["model"]["loss"] == "binary_crossentropy"
+    assert [(l["kind"], l["act"]) for l in traced[1]["layers"]] == [("Dense", "relu"),
+                                                                    ("Dense", "sigmoid")]
+    assert all(l["grad_norm"] > 0 and l["weight_norm"] > 0 for l in traced[1]["layers"])
+
+
+def test_unknown_framework_is_refused(ready, tmp_path):
+    ready.send({"op": "eval", "id": "fw", "subject_dir": str(tmp_path), "entry": "train.py:train",
+                "workdir": str(tmp_path / "fw"), "framework": "jax"})
+    ev = ready.event()
+    assert ev["ev"] == "error" and ev["id"] == "fw" and "framework" in ev["message"]
+
+
 def test_shutdown(ready):
     ready.send({"op": "shutdown"})
     assert ready.proc.wait(timeout=60) == 0

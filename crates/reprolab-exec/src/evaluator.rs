@@ -138,6 +138,7 @@ impl Evaluator {
             let request = EvalRequest {
                 subject_dir: subject.dir.clone(),
                 entry: subject.entry.clone(),
+                framework: subject.framework,
                 config: serde_json::Value::Object(config.0.clone()),
                 seed,
                 mode,

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use async_trait::async_trait;
-use reprolab_core::manifest::{Entry, Limits};
+use reprolab_core::manifest::{Entry, Framework, Limits};
 use tokio::sync::{OnceCell, Semaphore};
 
 use crate::Mode;
@@ -25,6 +25,9 @@ use crate::worker::infra;
 pub struct EvalRequest {
     pub subject_dir: PathBuf,
     pub entry: Entry,
+    /// What the worker prepares around the entry (Keras: its import, seeding and reprolab's
+    /// callback on `model.fit`).
+    pub framework: Framework,
     pub config: serde_json::Value,
     pub seed: u64,
     pub mode: Mode,
@@ -122,6 +125,7 @@ impl Executor for LocalExecutor {
                 let job = Job {
                     subject_dir: request.subject_dir.clone(),
                     entry: format!("{file}:{function}"),
+                    framework: request.framework,
                     config: request.config.clone(),
                     seed: request.seed,
                     mode: request.mode,

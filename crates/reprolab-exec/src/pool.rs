@@ -13,7 +13,7 @@ use crate::env::PythonEnv;
 use crate::result::{Exit, Finished, OUTPUT_TAIL_BYTES, read_tail};
 use crate::supervise::Violation;
 use crate::worker::{ForkError, Forked, Request, Worker, infra, killed_its_worker};
-use reprolab_core::manifest::Limits;
+use reprolab_core::manifest::{Framework, Limits};
 
 /// One evaluation for the pool.
 #[derive(Debug, Clone)]
@@ -21,6 +21,7 @@ pub struct Job {
     pub subject_dir: PathBuf,
     /// `file.py:function`.
     pub entry: String,
+    pub framework: Framework,
     pub config: Value,
     pub seed: u64,
     pub mode: Mode,
@@ -299,6 +300,7 @@ async fn run_with_retry(
                     id,
                     subject_dir: &job.subject_dir,
                     entry: &job.entry,
+                    framework: job.framework,
                     config: &job.config,
                     seed: job.seed,
                     mode: job.mode,

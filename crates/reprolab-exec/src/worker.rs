@@ -19,7 +19,7 @@ use crate::result::{Exit, Finished, interpret};
 use crate::sandbox;
 use crate::supervise::{Violation, supervise};
 use reprolab_core::Outcome;
-use reprolab_core::manifest::Limits;
+use reprolab_core::manifest::{Framework, Limits};
 
 /// How long a worker may take to import torch and say it is ready.
 const STARTUP: Duration = Duration::from_secs(300);
@@ -36,6 +36,7 @@ pub struct Request<'a> {
     pub id: &'a str,
     pub subject_dir: &'a Path,
     pub entry: &'a str,
+    pub framework: Framework,
     pub config: &'a Value,
     pub seed: u64,
     pub mode: Mode,
@@ -361,7 +362,7 @@ impl Worker {
         let msg = json!({
             "op": "eval", "id": req.id, "subject_dir": req.subject_dir, "entry": req.entry,
             "config": req.config, "seed": req.seed, "mode": req.mode, "workdir": workdir,
-            "memory_mb": req.limits.memory_mb,
+            "memory_mb": req.limits.memory_mb, "framework": req.framework,
         });
         let forked = self
             .run_forked(&msg, req.id, req.limits, &workdir.join("output.log"))

@@ -50,6 +50,29 @@ fn layer_table(epoch: &Value) -> String {
     render(&rows)
 }
 
+/// One line for the architecture a Keras subject's first trace record carries:
+/// `Dense(64, relu) → Dense(10, softmax); loss categorical_crossentropy; optimizer adam`.
+fn model_line(model: &Value) -> String {
+    let layers: Vec<String> = model["layers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|l| {
+            let args: Vec<String> = ["units", "filters", "rate", "activation"]
+                .iter()
+                .filter_map(|k| l.get(*k).map(cell))
+                .collect();
+            format!("{}({})", cell(&l["kind"]), args.join(", "))
+        })
+        .collect();
+    format!(
+        "{}; loss {}; optimizer {}",
+        layers.join(" → "),
+        cell(&model["loss"]),
+        cell(&model["optimizer"])
+    )
+}
+
 pub async fn run(g: &Global, a: &TraceArgs) -> Result<ExitCode> {
     let subject = context::load_subject(&a.subject)?;
     let (config, config_path) = context::load_config(&subject, a.config.as_deref())?;
@@ -97,8 +120,10 @@ pub async fn run(g: &Global, a: &TraceArgs) -> Result<ExitCode> {
         } else {
             let mut keys: Vec<String> = vec!["epoch".into()];
             for rec in &e.epochs {
-                for k in rec.as_object().into_iter().flat_map(|o| o.keys()) {
-                    if !matches!(k.as_str(), "layers" | "epoch") && !keys.contains(k) {
+                // Scalars only: `layers` has its own table, a Keras fit's `model` its own line.
+                for (k, v) in rec.as_object().into_iter().flatten() {
+                    let scalar = !(v.is_object() || v.is_array());
+                    if scalar && k != "epoch" && !keys.contains(k) {
                         keys.push(k.clone());
                     }
                 }
@@ -109,6 +134,9 @@ pub async fn run(g: &Global, a: &TraceArgs) -> Result<ExitCode> {
             }
             print!("{}", render(&rows));
             let first = &e.epochs[0];
+            if let Some(model) = first.get("model") {
+                println!("\nmodel (Keras): {}", model_line(model));
+            }
             let last = &e.epochs[e.epochs.len() - 1];
             if first.get("layers").is_some() {
                 println!(
