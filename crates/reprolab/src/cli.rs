@@ -15,8 +15,8 @@ Every training runs in a sandbox with a timeout, a memory bound and output caps;
 cached in .reprolab/store.db, so repeated or interrupted commands never retrain what they know.\n\n\
 Exit codes: 0 ok; 1 the user's program failed or the verdict is negative; 2 usage or input error; \
 3 infrastructure (the Python environment, the store, the network or an LLM server). With --json, \
-an error is printed on stdout as {\"error\": {\"kind\": \"usage\" | \"input\" | \"infrastructure\", \
-\"message\": ...}}.",
+an error is printed on stdout as {\"error\": {\"kind\": \"usage\" | \"input\" | \"infrastructure\" \
+| \"program\", \"message\": ...}}.",
     after_help = "Start with:\n  reprolab eval subjects/digits-mlp --runs 10\n  reprolab compare subjects/digits-mlp --b other.json --runs 10\n  reprolab trace subjects/digits-mlp"
 )]
 pub struct Cli {

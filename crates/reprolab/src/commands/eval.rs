@@ -106,20 +106,8 @@ pub async fn run(g: &Global, a: &EvalArgs) -> Result<ExitCode> {
             ]);
         }
         print!("{}", render(&rows));
-        if let Some(e) = evals.iter().find(|e| !e.record.outcome.is_ok()) {
-            if let reprolab_core::Outcome::Exception { traceback, .. } = &e.record.outcome {
-                println!(
-                    "\nfirst failure (seed {}):\n{}",
-                    e.record.seed,
-                    traceback.trim_end()
-                );
-            } else if !e.record.output_tail.is_empty() {
-                println!(
-                    "\nfirst failure (seed {}), last output:\n{}",
-                    e.record.seed,
-                    e.record.output_tail.trim_end()
-                );
-            }
+        if let Some(shown) = evals.iter().find_map(super::failure_report) {
+            println!("\n{shown}");
         }
     }
     Ok(if failed > 0 {
