@@ -9,6 +9,7 @@ pub mod compare;
 pub mod env;
 pub mod eval;
 pub mod faults;
+pub mod init;
 pub mod llm;
 pub mod localize;
 pub mod mutate;
