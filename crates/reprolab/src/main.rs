@@ -6,6 +6,7 @@ mod context;
 mod error;
 mod llm;
 mod llm_local;
+mod plural;
 mod progress;
 mod table;
 mod trainer;

@@ -239,7 +239,11 @@ pub async fn run(g: &Global, a: &FaultsArgs) -> Result<ExitCode> {
             ]);
         }
         print!("{}", render(&table));
-        println!("\n{} faults in {}", rows.len(), a.dir.display());
+        println!(
+            "\n{} in {}",
+            crate::plural::count(rows.len(), "fault"),
+            a.dir.display()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
