@@ -1,6 +1,6 @@
 //! The faults a benchmark run covers.
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 
 use reprolab_faults::FaultRecord;
 
@@ -20,6 +20,22 @@ pub fn select_faults(
         .collect()
 }
 
+/// How a report names a benchmark: a plain relative path as given (`benchmarks/faults`), else
+/// the directory's own name. A report is read on other machines, where an absolute path of
+/// this one means nothing and tells where someone's home is.
+pub fn benchmark_name(path: &Path) -> String {
+    let plain = path.components().next().is_some()
+        && path.components().all(|c| matches!(c, Component::Normal(_)));
+    if plain {
+        return path.display().to_string();
+    }
+    let resolved = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    resolved.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
 /// The directory of each fault.
 pub fn dirs<T>(faults: &[(PathBuf, T)]) -> Vec<PathBuf> {
     faults.iter().map(|(d, _)| d.clone()).collect()
@@ -28,6 +44,21 @@ pub fn dirs<T>(faults: &[(PathBuf, T)]) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_report_names_a_benchmark_without_machine_paths() {
+        assert_eq!(
+            benchmark_name(Path::new("benchmarks/faults")),
+            "benchmarks/faults"
+        );
+        assert_eq!(
+            benchmark_name(Path::new("/home/someone/b/faults")),
+            "faults"
+        );
+        let here = std::env::current_dir().unwrap();
+        let name = here.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(benchmark_name(Path::new(".")), name);
+    }
 
     #[test]
     fn only_keeps_the_faults_whose_path_contains_a_pattern() {

@@ -401,7 +401,10 @@ pub fn build_report(results: &Results, setup: &Setup) -> Report {
         ..Section::default()
     });
     Report {
-        title: format!("Localisation benchmark: {}", setup.benchmark.display()),
+        title: format!(
+            "Localisation benchmark: {}",
+            crate::faults::benchmark_name(&setup.benchmark)
+        ),
         sections,
     }
 }

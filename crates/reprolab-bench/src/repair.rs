@@ -377,13 +377,20 @@ pub fn build_report(results: &Results, setup: &Setup) -> Report {
     };
     let faults = first_seen(rows, |r| r.fault.clone()).len();
     Report {
-        title: format!("Repair benchmark: {}", setup.benchmark.display()),
+        title: format!(
+            "Repair benchmark: {}",
+            crate::faults::benchmark_name(&setup.benchmark)
+        ),
         sections: vec![
             Section {
                 heading: "Setup".into(),
                 paragraphs: vec![format!(
-                    "{} faults, engines {:?}, budgets {:?} (multiples of the faulty program's mean training time, counted as summed training time), {} repeats, {} validation retrainings per config on the holdout split. Significant: Wilcoxon p < 0.05 and |d| >= 0.5, better than the faulty config.",
-                    faults, setup.engines, setup.budgets, setup.repeats, setup.runs
+                    "{} faults, engines {}, budgets {} (multiples of the faulty program's mean training time, counted as summed training time), {} repeats, {} validation retrainings per config on the holdout split. Significant: Wilcoxon p < 0.05 and |d| >= 0.5, better than the faulty config.",
+                    faults,
+                    setup.engines.join("/"),
+                    setup.budgets.join("/"),
+                    setup.repeats,
+                    setup.runs
                 )],
                 ..Section::default()
             },

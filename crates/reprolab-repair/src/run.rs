@@ -30,6 +30,19 @@ pub enum Engine {
 }
 
 impl Engine {
+    /// The engine's name as the command line and reports write it (`llm-refine`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Random => "random",
+            Engine::Tpe => "tpe",
+            Engine::Bohb => "bohb",
+            Engine::Rules => "rules",
+            Engine::Guided => "guided",
+            Engine::Llm => "llm",
+            Engine::LlmRefine => "llm-refine",
+        }
+    }
+
     /// Whether the engine asks a model (and needs one).
     pub fn needs_llm(self) -> bool {
         matches!(self, Engine::Llm | Engine::LlmRefine)
@@ -139,8 +152,8 @@ pub async fn repair<O: Objective>(
         Engine::Llm | Engine::LlmRefine => {
             let model = spec.llm.as_deref().ok_or_else(|| {
                 RepairError::Settings(format!(
-                    "the {:?} engine needs a model: pass --llm",
-                    spec.engine
+                    "the {} engine needs a model: pass --llm",
+                    spec.engine.name()
                 ))
             })?;
             let refine = spec.engine == Engine::LlmRefine;

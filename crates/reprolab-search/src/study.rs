@@ -34,6 +34,21 @@ pub enum Stop {
     Llm,
 }
 
+/// Why the search stopped, in words for people.
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Stop::Budget => "the budget is spent",
+            Stop::StopAt => "a trial reached the target",
+            Stop::NoSymptom => "the faulty config's trace shows no symptom",
+            Stop::Repaired => "the repaired config's trace shows no symptom left",
+            Stop::NoFix => "no applicable fix improved on the best config",
+            Stop::Suggestions => "every usable suggestion was trained",
+            Stop::Llm => "the model could not be asked further",
+        })
+    }
+}
+
 /// What a search found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchResult {

@@ -15,8 +15,8 @@ Every training runs in a sandbox with a timeout, a memory bound and output caps;
 cached in .reprolab/store.db, so repeated or interrupted commands never retrain what they know.\n\n\
 Exit codes: 0 ok; 1 the user's program failed or the verdict is negative; 2 usage or input error; \
 3 infrastructure (the Python environment, the store, the network or an LLM server). With --json, \
-an error is printed on stdout as {\"error\": {\"kind\": \"usage\" | \"input\" | \"infrastructure\", \
-\"message\": ...}}.",
+an error is printed on stdout as {\"error\": {\"kind\": \"usage\" | \"input\" | \"infrastructure\" \
+| \"program\", \"message\": ...}}.",
     after_help = "Start with:\n  reprolab eval subjects/digits-mlp --runs 10\n  reprolab compare subjects/digits-mlp --b other.json --runs 10\n  reprolab trace subjects/digits-mlp"
 )]
 pub struct Cli {
@@ -51,6 +51,21 @@ pub struct Global {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Make a subject of an existing training script: manifest, config, search space, README;
+    /// then train it once to check the contract.
+    #[command(
+        long_about = "Scaffold a subject in DIR from the training script there: find the function \
+reprolab calls, train(config, seed) returning {\"search\": ..., \"holdout\": ...} (--entry names \
+it when the script has none or several), and write reprolab.toml (name from the directory, \
+framework pytorch, metric accuracy/max, limits, a search space with the study's values for the \
+hyperparameters it knows: lr, batch_size, epochs, optimizer, activation, loss, ...), config.json \
+(the literal values the script reads from its config: config.get(\"lr\", 0.01) or a dict literal) \
+and a README.md stub. Existing files are kept (and listed) unless --force. Then one training \
+checks the contract and, when it fails, says what to change. Exits 0 when the training passes, 1 \
+when it fails.",
+        after_help = "Examples:\n  reprolab init my-model\n  reprolab init my-model --entry main.py:fit\n  reprolab eval my-model --runs 10"
+    )]
+    Init(InitArgs),
     /// Train a subject N times (distinct seeds) and summarise its metric.
     #[command(
         after_help = "Examples:\n  reprolab eval subjects/digits-mlp --runs 10\n  reprolab eval subjects/digits-mlp --config faulty.json --runs 20 --json"
@@ -495,6 +510,20 @@ pub struct ReproduceVerifyArgs {
     /// (written as DIR/reproduce.py with --out, the given script as reproduce.full.py).
     #[arg(long)]
     pub minimize: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The directory holding the training script; it becomes the subject.
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// The function reprolab calls, FILE.py:FUNCTION (relative to DIR). Default: the one
+    /// top-level function taking (config, seed) in DIR's .py files.
+    #[arg(long, value_name = "FILE.py:FUNCTION")]
+    pub entry: Option<String>,
+    /// Overwrite reprolab.toml, config.json and README.md when they exist.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

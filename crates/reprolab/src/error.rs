@@ -3,8 +3,9 @@
 //! as context), and the error printed for people or, with `--json`, as a JSON object on stdout.
 //!
 //! Exit codes: 0 ok; 1 a negative verdict or a failed user program (returned by the commands,
-//! never an error); 2 a usage or input error; 3 infrastructure (the Python environment, the
-//! store, the network or an LLM server).
+//! never classified from an error; [`Kind::Program`] when a command stops on it); 2 a usage or
+//! input error; 3 infrastructure (the Python environment, the store, the network or an LLM
+//! server).
 
 use std::fmt;
 
@@ -36,6 +37,9 @@ pub enum Kind {
     Input,
     /// The machinery: Python environment, store, workers, network, LLM server.
     Infrastructure,
+    /// The user's program failed where a command needs it to train (`faults --measure`): exit
+    /// 1, as a failed `eval`. Commands report it themselves; [`classify`] never returns it.
+    Program,
 }
 
 impl Kind {
@@ -43,6 +47,7 @@ impl Kind {
         match self {
             Kind::Usage | Kind::Input => 2,
             Kind::Infrastructure => 3,
+            Kind::Program => 1,
         }
     }
 }
@@ -416,6 +421,7 @@ mod tests {
         assert_eq!(Kind::Usage.exit_code(), 2);
         assert_eq!(Kind::Input.exit_code(), 2);
         assert_eq!(Kind::Infrastructure.exit_code(), 3);
+        assert_eq!(Kind::Program.exit_code(), 1);
         let v: serde_json::Value = serde_json::from_str(&json(Kind::Usage, "bad \"x\"")).unwrap();
         assert_eq!(v["error"]["kind"], "usage");
         assert_eq!(v["error"]["message"], "bad \"x\"");

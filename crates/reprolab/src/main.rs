@@ -6,6 +6,7 @@ mod context;
 mod error;
 mod llm;
 mod llm_local;
+mod plural;
 mod progress;
 mod table;
 mod trainer;
@@ -48,6 +49,7 @@ fn main() -> ExitCode {
         tokio::spawn(reprolab_exec::scratch::exit_on_signal());
         let g = &cli.global;
         match &cli.command {
+            Command::Init(a) => commands::init::run(g, a).await,
             Command::Eval(a) => commands::eval::run(g, a).await,
             Command::Compare(a) => commands::compare::run(g, a).await,
             Command::Trace(a) => commands::trace::run(g, a).await,

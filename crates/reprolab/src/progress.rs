@@ -1,5 +1,6 @@
-//! Progress on stderr: bars on a terminal; without one (CI, nohup, a log file) a plain line
-//! every few seconds; nothing when printing JSON.
+//! Progress on stderr: bars and spinners on a terminal; without one (CI, nohup, a log file) a
+//! plain line every few seconds (`REPROLAB_PROGRESS_EVERY`) when something moved; nothing when
+//! printing JSON.
 
 use std::io::IsTerminal as _;
 use std::time::Duration;
@@ -40,13 +41,19 @@ fn log_every() -> Duration {
         .map_or(Duration::from_secs(5), Duration::from_secs_f64)
 }
 
-/// Print `what pos/len (elapsed)` to stderr every [`log_every`] while `pb` lives and moves on
-/// (a line only when something changed, so an idle wait does not flood a log).
+/// Without an unchanged line, how many intervals pass before the same line is printed again:
+/// a long quiet step (a minute by default) still shows it is alive.
+const HEARTBEAT: u32 = 12;
+
+/// Print `what: pos/len msg (elapsed)` (a spinner: `what: msg (elapsed)`) to stderr every
+/// [`log_every`] while `pb` lives and moves on; an unchanged line only every [`HEARTBEAT`]
+/// intervals, so that an idle wait does not flood a log.
 fn log_lines(pb: &ProgressBar, what: String) {
     let weak = pb.downgrade();
     let every = log_every();
     std::thread::spawn(move || {
         let mut last = None;
+        let mut quiet = 0;
         loop {
             std::thread::sleep(every);
             let Some(pb) = weak.upgrade() else { return };
@@ -54,22 +61,29 @@ fn log_lines(pb: &ProgressBar, what: String) {
                 return;
             }
             let now = (pb.position(), pb.message());
-            if last.as_ref() != Some(&now) {
-                let len = pb.length().map_or(String::new(), |l| format!("/{l}"));
-                let msg = if now.1.is_empty() {
-                    String::new()
-                } else {
-                    format!(" {}", now.1)
-                };
-                eprintln!(
-                    "{what}: {}{len}{msg} ({:.0} s)",
-                    now.0,
-                    pb.elapsed().as_secs_f64()
-                );
+            quiet += 1;
+            if last.as_ref() != Some(&now) || quiet >= HEARTBEAT {
+                eprintln!("{}", log_line(&what, &pb, &now.1));
                 last = Some(now);
+                quiet = 0;
             }
         }
     });
+}
+
+fn log_line(what: &str, pb: &ProgressBar, msg: &str) -> String {
+    let position = pb
+        .length()
+        .map_or(String::new(), |l| format!(" {}/{l}", pb.position()));
+    let msg = if msg.is_empty() {
+        String::new()
+    } else {
+        format!(" {msg}")
+    };
+    format!(
+        "{what}:{position}{msg} ({:.0} s)",
+        pb.elapsed().as_secs_f64()
+    )
 }
 
 /// A spinner with a changing message (e.g. provisioning steps).
@@ -81,6 +95,9 @@ pub fn spinner(what: &str, json: bool) -> ProgressBar {
     );
     pb.set_prefix(what.to_string());
     pb.enable_steady_tick(Duration::from_millis(120));
+    if !json && !std::io::stderr().is_terminal() {
+        log_lines(&pb, what.to_string());
+    }
     pb
 }
 
@@ -91,5 +108,24 @@ pub fn line(pb: &ProgressBar, msg: &str) {
         eprintln!("{msg}");
     } else {
         pb.println(msg);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_lines_show_the_count_only_when_there_is_one() {
+        let bar = ProgressBar::hidden();
+        bar.set_length(10);
+        bar.set_position(3);
+        assert_eq!(log_line("measure", &bar, "D4"), "measure: 3/10 D4 (0 s)");
+        let spinner = ProgressBar::hidden();
+        spinner.unset_length();
+        assert_eq!(
+            log_line("python env", &spinner, "installing torch"),
+            "python env: installing torch (0 s)"
+        );
     }
 }

@@ -14,6 +14,7 @@ use serde_json::json;
 use super::run_seeds;
 use crate::cli::{BenchExecArgs, Global};
 use crate::context;
+use crate::plural::count;
 use crate::table::render;
 
 const COLD_TEMPLATE: &str = "{python} train.py --config {config} --seed {seed} --out {result}";
@@ -101,8 +102,10 @@ pub async fn run(g: &Global, a: &BenchExecArgs) -> Result<ExitCode> {
         );
     } else {
         println!(
-            "{}: {} trainings per method on {} workers\n",
-            subject.name, a.runs, workers
+            "{}: {} per method on {}\n",
+            subject.name,
+            count(a.runs, "training"),
+            count(workers, "worker")
         );
         let rows = vec![
             ["method", "wall", "trainings/min", "per training"]

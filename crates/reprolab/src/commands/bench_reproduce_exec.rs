@@ -14,6 +14,7 @@ use serde_json::json;
 
 use crate::cli::{BenchReproduceExecArgs, Global};
 use crate::context;
+use crate::plural::count;
 use crate::table::render;
 
 /// Reference scripts of benchmarks/bugs that need only the managed environment: an exception,
@@ -113,9 +114,11 @@ pub async fn run(g: &Global, a: &BenchReproduceExecArgs) -> Result<ExitCode> {
         );
     } else {
         println!(
-            "{} scripts x {} seeds = {total} runs per method on {workers} workers\n",
-            scripts.len(),
-            a.runs
+            "{} x {} = {} per method on {}\n",
+            count(scripts.len(), "script"),
+            count(a.runs, "seed"),
+            count(total, "run"),
+            count(workers, "worker")
         );
         let rows = vec![
             ["method", "wall", "runs/min", "per run"]

@@ -11,6 +11,7 @@ use serde_json::json;
 use super::{ci, run_seeds, runs_json, summary};
 use crate::cli::{EvalArgs, Global};
 use crate::context;
+use crate::plural::count;
 use crate::table::{num, render};
 
 pub async fn run(g: &Global, a: &EvalArgs) -> Result<ExitCode> {
@@ -53,18 +54,18 @@ pub async fn run(g: &Global, a: &EvalArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         println!(
-            "{} ({}, {} {}) with {}: {} runs, {} trained, {} cached, {} failed, {:.1} s on {} workers\n",
+            "{} ({}, {} {}) with {}: {}, {} trained, {} cached, {} failed, {:.1} s on {}\n",
             subject.name,
             subject.task_name(),
             subject.metric.name,
             subject.metric.goal_name(),
             config_path.display(),
-            evals.len(),
+            count(evals.len(), "run"),
             evals.len() - cached,
             cached,
             failed,
             wall,
-            workers
+            count(workers, "worker")
         );
         let mut rows = vec![
             ["split", "n", "mean", "std", "95% CI", "min", "max"]
@@ -106,20 +107,8 @@ pub async fn run(g: &Global, a: &EvalArgs) -> Result<ExitCode> {
             ]);
         }
         print!("{}", render(&rows));
-        if let Some(e) = evals.iter().find(|e| !e.record.outcome.is_ok()) {
-            if let reprolab_core::Outcome::Exception { traceback, .. } = &e.record.outcome {
-                println!(
-                    "\nfirst failure (seed {}):\n{}",
-                    e.record.seed,
-                    traceback.trim_end()
-                );
-            } else if !e.record.output_tail.is_empty() {
-                println!(
-                    "\nfirst failure (seed {}), last output:\n{}",
-                    e.record.seed,
-                    e.record.output_tail.trim_end()
-                );
-            }
+        if let Some(shown) = evals.iter().find_map(super::failure_report) {
+            println!("\n{shown}");
         }
     }
     Ok(if failed > 0 {

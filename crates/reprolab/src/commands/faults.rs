@@ -4,30 +4,97 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow};
-use reprolab_core::manifest::Subject;
+use reprolab_core::manifest::{Config, Subject};
+use reprolab_core::{Outcome, Split};
+use reprolab_exec::Mode;
 use reprolab_faults::{FaultRecord, GroupStats, KillSettings, Origin};
 use serde_json::json;
 
 use crate::cli::{FaultsArgs, Global};
 use crate::context;
+use crate::error::Infrastructure;
 use crate::progress;
 use crate::table::render;
 use crate::trainer::EvalTrainer;
-use reprolab_faults::Trainer;
 
 fn stats(g: &Option<GroupStats>) -> String {
     g.as_ref()
         .map_or("-".into(), |g| format!("{:.4} ± {:.4}", g.mean, g.std))
 }
 
-/// Train faulty and fixed `runs` times and fill the record's measurements.
+/// Why a fault cannot be measured: the user's program failed, as `eval` would show it (exit 1,
+/// like a failed `eval`; nothing is written).
+struct ProgramFailure(String);
+
+/// Which of a fault's two configs is trained.
+#[derive(Clone, Copy)]
+enum Role {
+    Faulty,
+    Fixed,
+}
+
+/// The metric of each run of `config` on `split`, or why its runs measure nothing: any failed
+/// run of the fixed config (the ground truth must train), or not one finished run of the faulty
+/// config (a fault may crash or give NaN on some seeds; the finished runs are its statistics).
+/// A run that reprolab itself failed is an infrastructure error.
+async fn train_config(
+    trainer: &EvalTrainer<'_>,
+    config: &Config,
+    config_path: &Path,
+    seeds: &[u64],
+    split: Split,
+    role: Role,
+) -> Result<Result<Vec<Option<f64>>, ProgramFailure>> {
+    let evals = trainer.run(config, seeds, Mode::Eval).await?;
+    if let Some(e) = evals
+        .iter()
+        .find(|e| matches!(e.record.outcome, Outcome::Infra { .. }))
+    {
+        return Err(anyhow!("{}", e.record.outcome.summary()))
+            .context(Infrastructure("training a fault"));
+    }
+    let failed = match role {
+        Role::Fixed => evals.iter().find(|e| !e.record.outcome.is_ok()),
+        Role::Faulty if evals.iter().any(|e| e.record.outcome.is_ok()) => None,
+        Role::Faulty => evals.first(),
+    };
+    if let Some(e) = failed {
+        let dir = &trainer.subject.dir;
+        let file = config_path
+            .strip_prefix(dir)
+            .unwrap_or(config_path)
+            .display();
+        let what = match role {
+            Role::Fixed => format!("the fixed config ({file}) failed"),
+            Role::Faulty => format!("no run of the faulty config ({file}) finished; it failed"),
+        };
+        let mut message = format!(
+            "{}: {what} on seed {}: {}; nothing measured, {} left unchanged",
+            dir.display(),
+            e.record.seed,
+            e.record.outcome.summary(),
+            reprolab_faults::FAULT_FILE,
+        );
+        if let Some(shown) = super::failure_report(e) {
+            message = format!("{message}\n{shown}");
+        }
+        return Ok(Err(ProgramFailure(message)));
+    }
+    Ok(Ok(evals
+        .iter()
+        .map(|e| e.record.outcome.metric(split))
+        .collect()))
+}
+
+/// Train faulty and fixed `runs` times and fill the record's measurements; the record is left
+/// as it was when the program fails.
 async fn measure(
     trainer: &EvalTrainer<'_>,
     subject: &Subject,
     record: &mut FaultRecord,
     runs: usize,
-    split: reprolab_core::Split,
-) -> Result<()> {
+    split: Split,
+) -> Result<Result<(), ProgramFailure>> {
     let fix = subject
         .fix
         .as_ref()
@@ -38,14 +105,32 @@ async fn measure(
         ..KillSettings::default()
     };
     let seeds = settings.seeds();
-    let faulty = trainer
-        .train(&subject.config, &seeds, split)
-        .await
-        .map_err(|e| anyhow!(e))?;
-    let fixed = trainer
-        .train(&fix.config, &seeds, split)
-        .await
-        .map_err(|e| anyhow!(e))?;
+    let faulty = train_config(
+        trainer,
+        &subject.config,
+        &subject.config_path,
+        &seeds,
+        split,
+        Role::Faulty,
+    )
+    .await?;
+    let faulty = match faulty {
+        Ok(metrics) => metrics,
+        Err(failure) => return Ok(Err(failure)),
+    };
+    let fixed = train_config(
+        trainer,
+        &fix.config,
+        &fix.config_path,
+        &seeds,
+        split,
+        Role::Fixed,
+    )
+    .await?;
+    let fixed = match fixed {
+        Ok(metrics) => metrics,
+        Err(failure) => return Ok(Err(failure)),
+    };
     let d = reprolab_faults::kill(&fixed, &faulty, subject.metric.goal, &settings);
     record.split = Some(split);
     record.runs = Some(runs);
@@ -64,7 +149,7 @@ async fn measure(
     record.p_value = Some(d.p_value);
     record.test = Some(settings.test);
     record.cohens_d = Some(d.cohens_d);
-    Ok(())
+    Ok(Ok(()))
 }
 
 fn blank_record(dir: &Path, subject: &Subject) -> FaultRecord {
@@ -95,7 +180,17 @@ pub async fn run(g: &Global, a: &FaultsArgs) -> Result<ExitCode> {
             let mut record = record.unwrap_or_else(|| blank_record(&dir, &subject));
             pb.set_message(record.id.clone());
             let trainer = EvalTrainer::new(&ev, &subject, pb.clone());
-            measure(&trainer, &subject, &mut record, runs, a.split.split()).await?;
+            if let Err(ProgramFailure(message)) =
+                measure(&trainer, &subject, &mut record, runs, a.split.split()).await?
+            {
+                pb.finish_and_clear();
+                ev.shutdown().await;
+                return Ok(crate::error::report(
+                    crate::error::Kind::Program,
+                    &message,
+                    g.json,
+                ));
+            }
             let path = dir.join(reprolab_faults::FAULT_FILE);
             std::fs::write(&path, serde_json::to_string_pretty(&record)?)
                 .with_context(|| format!("writing {}", path.display()))?;
@@ -144,7 +239,11 @@ pub async fn run(g: &Global, a: &FaultsArgs) -> Result<ExitCode> {
             ]);
         }
         print!("{}", render(&table));
-        println!("\n{} faults in {}", rows.len(), a.dir.display());
+        println!(
+            "\n{} in {}",
+            crate::plural::count(rows.len(), "fault"),
+            a.dir.display()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

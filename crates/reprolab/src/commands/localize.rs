@@ -48,7 +48,10 @@ pub async fn suspects(
     }
     let trace = match (engine, ev) {
         (LocalizeEngine::Static, _) => None,
-        (_, None) => return Err(anyhow!("the {engine:?} engine needs a training")),
+        (_, None) => {
+            let engine = super::serde_name(engine);
+            return Err(anyhow!("the {engine} engine needs a training"));
+        }
         (_, Some(ev)) => {
             let evals = ev
                 .run(subject, config, &[seed], Mode::Trace, &mut |_| {})
@@ -118,10 +121,10 @@ pub async fn run(g: &Global, a: &LocalizeArgs) -> Result<ExitCode> {
         );
     } else {
         println!(
-            "{} with {} ({:?} engine{})\n",
+            "{} with {} ({} engine{})\n",
             subject.name,
             config_path.display(),
-            a.engine,
+            super::serde_name(a.engine),
             trained_s.map_or(String::new(), |s| format!(", one training of {s:.2} s"))
         );
         if let Some(l) = &found.llm {

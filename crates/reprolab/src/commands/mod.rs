@@ -9,6 +9,7 @@ pub mod compare;
 pub mod env;
 pub mod eval;
 pub mod faults;
+pub mod init;
 pub mod llm;
 pub mod localize;
 pub mod mutate;
@@ -48,6 +49,24 @@ pub async fn run_seeds(
     let result = ev.run(subject, config, seeds, mode, &mut on_done).await;
     pb.finish_and_clear();
     Ok(result?)
+}
+
+/// How a failed run is shown to people: its traceback, or its last output when it raised nothing
+/// (a crash, a timeout); `None` for a finished run or a failure that left nothing to show.
+pub fn failure_report(e: &Evaluation) -> Option<String> {
+    let seed = e.record.seed;
+    match &e.record.outcome {
+        reprolab_core::Outcome::Ok { .. } => None,
+        reprolab_core::Outcome::Exception { traceback, .. } => Some(format!(
+            "first failure (seed {seed}):\n{}",
+            traceback.trim_end()
+        )),
+        _ if !e.record.output_tail.is_empty() => Some(format!(
+            "first failure (seed {seed}), last output:\n{}",
+            e.record.output_tail.trim_end()
+        )),
+        _ => None,
+    }
 }
 
 /// Metric values of the finished runs on one split.

@@ -191,7 +191,7 @@ pub async fn run(g: &Global, a: &RepairArgs) -> Result<ExitCode> {
     } else {
         let s = &run.search;
         println!(
-            "{} with {}: {} trials, {:.1} s of training spent{} (faulty trains in {:.2} s), stopped: {:?}",
+            "{} with {}: {} trials, {:.1} s of training spent{} (faulty trains in {:.2} s), stopped: {}",
             subject.name,
             s.engine,
             s.trials.len(),

@@ -1,0 +1,116 @@
+//! `init`'s check: one training of the new subject, and when it fails, what to change.
+
+use reprolab_core::Outcome;
+use reprolab_core::manifest::Subject;
+
+/// What to change so that the failed `outcome` passes, in the words of the contract; `None` for
+/// a training that passed.
+pub fn advice(subject: &Subject, outcome: &Outcome) -> Option<String> {
+    let entry = subject.entry.spec();
+    let function = entry.rsplit(':').next().unwrap_or("train").to_string();
+    Some(match outcome {
+        Outcome::Ok { .. } => return None,
+        Outcome::Nan { .. } => format!(
+            "{function} returned a NaN or infinite metric: the training diverged or the metric \
+             divides by zero; check the loss and the learning rate in config.json"
+        ),
+        Outcome::Exception { kind, message, .. } => match kind.as_str() {
+            // reprolab's own check of the returned value; its message, shown above, names what
+            // is wrong.
+            "ReprolabContractError" => format!(
+                "{function} must return the metric on two held-out splits as a dict with \
+                 numbers under \"search\" and \"holdout\", e.g. \
+                 return {{\"search\": acc_val, \"holdout\": acc_test}}"
+            ),
+            "KeyError" => format!(
+                "{function} reads config[{message}], which config.json does not have: add the \
+                 key with its value to config.json and to [space] in reprolab.toml (or read it \
+                 with config.get(KEY, DEFAULT))"
+            ),
+            "TypeError" if message.contains("argument") => format!(
+                "{function} cannot be called as {function}(config, seed) ({message}): give it \
+                 exactly these two parameters, config (a dict) and seed (an int)"
+            ),
+            _ => format!("{function} raised {kind}: fix the traceback above"),
+        },
+        Outcome::Timeout { limit_s } => format!(
+            "one training took longer than {limit_s} s: raise timeout_s in [limits] of \
+             reprolab.toml, or train less (fewer epochs in config.json)"
+        ),
+        Outcome::Oom { limit_mb, .. } => format!(
+            "one training used more than {limit_mb} MiB: raise memory_mb in [limits] of \
+             reprolab.toml, or use smaller batches"
+        ),
+        Outcome::OutputLimit { limit_mb } => format!(
+            "the training printed more than {limit_mb} MiB: print less, or raise output_mb in \
+             [limits] of reprolab.toml"
+        ),
+        Outcome::Crash { .. } => format!(
+            "the training died without a result ({}); see its last output above",
+            outcome.summary()
+        ),
+        Outcome::Infra { message } => format!("reprolab could not run the training: {message}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subject() -> Subject {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-linear");
+        Subject::load(&dir).unwrap()
+    }
+
+    fn exception(kind: &str, message: &str) -> Outcome {
+        Outcome::Exception {
+            kind: kind.into(),
+            message: message.into(),
+            traceback: String::new(),
+        }
+    }
+
+    #[test]
+    fn each_failure_says_what_to_change() {
+        let s = subject();
+        let missing = advice(&s, &exception("KeyError", "'lr'")).unwrap();
+        assert!(
+            missing.contains("config['lr']") && missing.contains("config.json"),
+            "{missing}"
+        );
+        let signature = advice(
+            &s,
+            &exception(
+                "TypeError",
+                "train() takes 1 positional argument but 2 were given",
+            ),
+        )
+        .unwrap();
+        assert!(signature.contains("train(config, seed)"), "{signature}");
+        let holdout = advice(
+            &s,
+            &exception(
+                "ReprolabContractError",
+                "the returned dict has no 'holdout' key",
+            ),
+        )
+        .unwrap();
+        assert!(holdout.contains("\"holdout\""), "{holdout}");
+        assert!(
+            advice(&s, &Outcome::Timeout { limit_s: 1.0 })
+                .unwrap()
+                .contains("timeout_s")
+        );
+        assert!(
+            advice(
+                &s,
+                &Outcome::Ok {
+                    search: 1.0,
+                    holdout: 1.0
+                }
+            )
+            .is_none()
+        );
+    }
+}

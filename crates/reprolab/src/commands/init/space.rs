@@ -1,0 +1,271 @@
+//! The `[space]` entry `init` proposes for one config key: for the hyperparameters the study
+//! knows by name (lr, batch_size, epochs, optimizer, activation, loss, units, initialisers), the
+//! study's values and fault type, as in the bundled subjects; for any other key, a choice of its
+//! current value alone (valid, and searched by nothing until the user widens it).
+
+use serde_json::Value;
+
+const ACTIVATIONS: &[&str] = &[
+    "elu",
+    "softmax",
+    "selu",
+    "softplus",
+    "softsign",
+    "relu",
+    "tanh",
+    "sigmoid",
+    "hard_sigmoid",
+    "exponential",
+    "linear",
+];
+const INITIALIZERS: &[&str] = &[
+    "zeros",
+    "ones",
+    "constant",
+    "random_normal",
+    "random_uniform",
+    "truncated_normal",
+    "orthogonal",
+    "lecun_uniform",
+    "glorot_normal",
+    "glorot_uniform",
+    "he_normal",
+    "lecun_normal",
+    "he_uniform",
+];
+const OPTIMIZERS: &[&str] = &[
+    "sgd", "rmsprop", "adagrad", "adadelta", "adam", "adamax", "nadam",
+];
+const LOSSES: &[&str] = &[
+    "mean_squared_error",
+    "mean_absolute_error",
+    "mean_absolute_percentage_error",
+    "mean_squared_logarithmic_error",
+    "squared_hinge",
+    "hinge",
+    "categorical_hinge",
+    "logcosh",
+    "categorical_crossentropy",
+    "sparse_categorical_crossentropy",
+    "binary_crossentropy",
+    "kullback_leibler_divergence",
+    "poisson",
+];
+const BATCH_SIZES: &[i64] = &[16, 32, 64, 128, 256, 512];
+
+/// The study's hyperparameters, by the names scripts give them; a name may end in a
+/// layer index (`act1`, `unit0`), kept for the layer-specific fault types.
+enum Known {
+    LearningRate,
+    BatchSize,
+    Epochs,
+    Choice {
+        fault: &'static str,
+        values: &'static [&'static str],
+    },
+    Units,
+}
+
+fn known(name: &str) -> Option<(Known, Option<u32>)> {
+    let lower = name.to_ascii_lowercase();
+    let stem = lower.trim_end_matches(|c: char| c.is_ascii_digit());
+    // Empty when there are no digits, which parses to no layer.
+    let layer = lower[stem.len()..].parse::<u32>().ok();
+    let stem = stem.trim_end_matches('_');
+    let kind = match stem {
+        "lr" | "learning_rate" | "learningrate" => Known::LearningRate,
+        "batch_size" | "batchsize" | "bs" => Known::BatchSize,
+        "epochs" | "num_epochs" | "n_epochs" | "max_epochs" | "nb_epoch" | "epoch" => Known::Epochs,
+        "optimizer" | "optimiser" | "optim" | "opt" => Known::Choice {
+            fault: "OCH",
+            values: OPTIMIZERS,
+        },
+        "loss" | "loss_fn" | "loss_function" | "criterion" => Known::Choice {
+            fault: "LCH",
+            values: LOSSES,
+        },
+        "act" | "activation" | "activation_fn" => Known::Choice {
+            fault: "ACH",
+            values: ACTIVATIONS,
+        },
+        "ki" | "kernel_init" | "kernel_initializer" | "weight_init" => Known::Choice {
+            fault: "WCI",
+            values: INITIALIZERS,
+        },
+        "bi" | "bias_init" | "bias_initializer" => Known::Choice {
+            fault: "BCI",
+            values: INITIALIZERS,
+        },
+        "unit" | "units" | "hidden" | "hidden_size" | "hidden_units" => Known::Units,
+        _ => return None,
+    };
+    // Only layer-specific fault types take a layer (HLR(1) is not a label).
+    let layered = matches!(kind, Known::Units)
+        || matches!(kind, Known::Choice { fault, .. } if ["ACH", "WCI", "BCI"].contains(&fault));
+    Some((kind, if layered { layer } else { None }))
+}
+
+/// One space entry: the TOML inline table and whether it came from the study's vocabulary.
+pub struct Entry {
+    pub toml: String,
+    pub known: bool,
+}
+
+/// The space entry for `name` whose current value is `value`; `None` when the value cannot be
+/// written in TOML (null).
+pub fn entry(name: &str, value: &Value) -> Option<Entry> {
+    let current = toml_value(value)?;
+    let fallback = || Entry {
+        toml: format!("{{ type = \"choice\", values = [{current}] }}"),
+        known: false,
+    };
+    let Some((kind, layer)) = known(name) else {
+        return Some(fallback());
+    };
+    let layer = layer.map_or(String::new(), |l| format!(", layer = {l}"));
+    let table = match (kind, value) {
+        (Known::LearningRate, Value::Number(n)) => {
+            let v = n.as_f64()?;
+            // The study's range, widened to hold the script's value.
+            format!(
+                "{{ type = \"float\", low = {}, high = {}, fault = \"HLR\" }}",
+                float(v.min(1e-6)),
+                float(v.max(10.0))
+            )
+        }
+        (Known::BatchSize, Value::Number(n)) if n.is_i64() => {
+            let v = n.as_i64()?;
+            let mut values = BATCH_SIZES.to_vec();
+            if !values.contains(&v) {
+                values.push(v);
+                values.sort_unstable();
+            }
+            let values: Vec<String> = values.iter().map(i64::to_string).collect();
+            format!(
+                "{{ type = \"choice\", values = [{}], fault = \"HBS\" }}",
+                values.join(", ")
+            )
+        }
+        (Known::Epochs, Value::Number(n)) if n.as_i64().is_some_and(|v| v >= 1) => {
+            // From one epoch to four times the script's: room to find too few and too many.
+            let v = n.as_i64()?;
+            format!(
+                "{{ type = \"int\", low = 1, high = {}, fault = \"HNE\" }}",
+                v.saturating_mul(4)
+            )
+        }
+        (Known::Units, Value::Number(n)) if n.as_i64().is_some_and(|v| v >= 2) => {
+            // The study's {u/2, u, 2u}.
+            let v = n.as_i64()?;
+            format!(
+                "{{ type = \"choice\", values = [{}, {v}, {}], fault = \"LCN\"{layer} }}",
+                v / 2,
+                v.saturating_mul(2)
+            )
+        }
+        (Known::Choice { fault, values }, Value::String(_)) => {
+            let mut values: Vec<String> = values.iter().map(|v| format!("\"{v}\"")).collect();
+            if !values.contains(&current) {
+                values.push(current.clone());
+            }
+            format!(
+                "{{ type = \"choice\", values = [{}], fault = \"{fault}\"{layer} }}",
+                values.join(", ")
+            )
+        }
+        // A known name with a value of another type: not the hyperparameter the study means.
+        _ => return Some(fallback()),
+    };
+    Some(Entry {
+        toml: table,
+        known: true,
+    })
+}
+
+/// A float as TOML writes it (always with a `.` or an exponent, so it stays a float).
+fn float(v: f64) -> String {
+    let s = format!("{v:?}");
+    if s.contains(['.', 'e', 'E']) {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
+/// A JSON value as a TOML value: JSON's string escapes are a subset of TOML's basic strings',
+/// and its numbers are valid TOML numbers; objects become inline tables. `None` for null, which
+/// TOML cannot write.
+pub fn toml_value(v: &Value) -> Option<String> {
+    Some(match v {
+        Value::Null => return None,
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) if n.is_f64() => float(n.as_f64()?),
+        Value::Number(n) => n.to_string(),
+        Value::String(_) => v.to_string(),
+        Value::Array(items) => {
+            let items: Option<Vec<String>> = items.iter().map(toml_value).collect();
+            format!("[{}]", items?.join(", "))
+        }
+        Value::Object(map) => {
+            let items: Option<Vec<String>> = map
+                .iter()
+                .map(|(k, v)| Some(format!("{} = {}", Value::from(k.as_str()), toml_value(v)?)))
+                .collect();
+            format!("{{ {} }}", items?.join(", "))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_study_s_hyperparameters_get_its_values_holding_the_script_s() {
+        let lr = entry("learning_rate", &json!(0.05)).unwrap();
+        assert!(lr.known);
+        assert_eq!(
+            lr.toml,
+            "{ type = \"float\", low = 1e-6, high = 10.0, fault = \"HLR\" }"
+        );
+        let bs = entry("batch_size", &json!(100)).unwrap();
+        assert!(
+            bs.toml.contains("[16, 32, 64, 100, 128, 256, 512]"),
+            "{}",
+            bs.toml
+        );
+        let act = entry("act1", &json!("gelu")).unwrap();
+        assert!(
+            act.toml
+                .ends_with("\"linear\", \"gelu\"], fault = \"ACH\", layer = 1 }")
+        );
+        let epochs = entry("epochs", &json!(5)).unwrap();
+        assert_eq!(
+            epochs.toml,
+            "{ type = \"int\", low = 1, high = 20, fault = \"HNE\" }"
+        );
+        // Not layer-specific: no layer even with digits.
+        assert!(!entry("lr2", &json!(0.1)).unwrap().toml.contains("layer"));
+    }
+
+    #[test]
+    fn other_keys_and_mistyped_known_ones_get_their_value_alone() {
+        let e = entry("dropout", &json!(0.5)).unwrap();
+        assert!(!e.known);
+        assert_eq!(e.toml, "{ type = \"choice\", values = [0.5] }");
+        assert!(!entry("optimizer", &json!(3)).unwrap().known);
+        assert!(entry("x", &json!(null)).is_none());
+    }
+
+    #[test]
+    fn json_values_become_toml() {
+        assert_eq!(toml_value(&json!("a\"b")).unwrap(), "\"a\\\"b\"");
+        assert_eq!(toml_value(&json!(2.0)).unwrap(), "2.0");
+        assert_eq!(toml_value(&json!([1, "x"])).unwrap(), "[1, \"x\"]");
+        assert_eq!(
+            toml_value(&json!({"a b": true})).unwrap(),
+            "{ \"a b\" = true }"
+        );
+    }
+}

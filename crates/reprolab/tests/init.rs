@@ -1,0 +1,135 @@
+//! `reprolab init` on a plain PyTorch script in a temporary directory: the files it writes, the
+//! check training, and the explanations when the script does not meet the contract.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+/// A small PyTorch training on scikit-learn's digits, a few seconds on one core.
+const SCRIPT: &str = r#"
+import torch
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+
+
+def accuracy(model, x, y):
+    with torch.no_grad():
+        return float((model(x).argmax(1) == y).float().mean())
+
+
+def train(config, seed):
+    torch.manual_seed(seed)
+    torch.set_num_threads(1)
+    x, y = load_digits(return_X_y=True)
+    x = torch.tensor(x / 16.0, dtype=torch.float32)
+    y = torch.tensor(y)
+    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=0.3, random_state=0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, config.get("hidden", 32)), torch.nn.ReLU(),
+                                torch.nn.Linear(config.get("hidden", 32), 10))
+    opt = torch.optim.Adam(model.parameters(), lr=config.get("lr", 0.01))
+    for _ in range(config["epochs"]):
+        for i in range(0, len(x_tr), config["batch_size"]):
+            xb, yb = x_tr[i:i + config["batch_size"]], y_tr[i:i + config["batch_size"]]
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xb), yb).backward()
+            opt.step()
+    half = len(x_te) // 2
+    return {"search": accuracy(model, x_te[:half], y_te[:half]),
+            "holdout": accuracy(model, x_te[half:], y_te[half:])}
+
+
+if __name__ == "__main__":
+    print(train({"epochs": 3, "batch_size": 64}, 0))
+"#;
+
+fn script_dir(root: &Path, script: &str) -> std::path::PathBuf {
+    let dir = root.join("my-model");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("train.py"), script).unwrap();
+    dir
+}
+
+#[test]
+fn init_writes_a_subject_that_trains() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = script_dir(tmp.path(), SCRIPT);
+    let out = run(reprolab(tmp.path()).arg("init").arg(&dir));
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("entry train.py:train"), "{stdout}");
+    assert!(
+        stdout.contains("check: one training (seed 0) passed"),
+        "{stdout}"
+    );
+
+    let manifest = std::fs::read_to_string(dir.join("reprolab.toml")).unwrap();
+    assert!(manifest.contains("name = \"my-model\""), "{manifest}");
+    assert!(
+        manifest.contains("callable = \"train.py:train\""),
+        "{manifest}"
+    );
+    assert!(manifest.contains("fault = \"HLR\""), "{manifest}");
+    assert!(manifest.contains("fault = \"HBS\""), "{manifest}");
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+    // .get defaults and the __main__ call's literal dict
+    assert_eq!(
+        config,
+        serde_json::json!({"hidden": 32, "lr": 0.01, "epochs": 3, "batch_size": 64})
+    );
+    assert!(dir.join("README.md").is_file());
+
+    // A second init keeps every file, says so, and checks again.
+    std::fs::write(dir.join("README.md"), "mine\n").unwrap();
+    let again = run(reprolab(tmp.path()).arg("init").arg(&dir));
+    assert_eq!(again.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        stdout.contains("kept (already there; --force overwrites)"),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("README.md")).unwrap(),
+        "mine\n"
+    );
+}
+
+#[test]
+fn a_script_without_the_function_is_explained_and_nothing_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = script_dir(
+        tmp.path(),
+        "def main():\n    print('training')\n\n\ndef fit(model, data):\n    return model\n",
+    );
+    let out = run(reprolab(tmp.path()).arg("init").arg(&dir));
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("FUNCTION(config, seed)"), "{stderr}");
+    assert!(stderr.contains("\"holdout\""), "{stderr}");
+    assert!(stderr.contains("main() at line 1"), "{stderr}");
+    assert!(stderr.contains("fit(model, data) at line 5"), "{stderr}");
+    assert!(stderr.contains("--entry"), "{stderr}");
+    assert!(!dir.join("reprolab.toml").exists());
+}
+
+#[test]
+fn a_result_without_holdout_fails_the_check_with_what_to_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = SCRIPT.replace(
+        r#""holdout": accuracy(model, x_te[half:], y_te[half:])"#,
+        r#""test": accuracy(model, x_te[half:], y_te[half:])"#,
+    );
+    let dir = script_dir(tmp.path(), &script);
+    let out = run(reprolab(tmp.path()).arg("init").arg(&dir));
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("check: one training (seed 0) failed"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("no 'holdout' key"), "{stdout}");
+    assert!(stdout.contains("to change:"), "{stdout}");
+    assert!(stdout.contains("Traceback"), "{stdout}");
+}

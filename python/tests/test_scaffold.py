@@ -1,0 +1,58 @@
+"""reprolab.scaffold: the contract's candidates and the config keys a script reads, by ast."""
+import json
+import subprocess
+import sys
+
+from reprolab import scaffold
+
+SCRIPT = '''
+DEFAULTS = {"epochs": 5, "hidden": 32}
+
+def build(config):
+    return config["hidden"], config[f"act{0}"]
+
+def train(config, seed):
+    lr = config.get("lr", 0.01)
+    opt = config["optimizer"]
+    return {"search": lr, "holdout": config["epochs"]}
+
+def helper(x):
+    return x
+
+if __name__ == "__main__":
+    train({"optimizer": "adam", "epochs": 9}, 0)
+'''
+
+
+def test_candidates_keys_and_their_literal_values():
+    found = scaffold.scan(SCRIPT)
+    assert [(f["name"], f["candidate"]) for f in found["functions"]] == [
+        ("build", False), ("train", True), ("helper", False)]
+    keys = {k["key"]: k for k in found["keys"]["train"]}
+    assert list(keys) == ["hidden", "lr", "optimizer", "epochs"]
+    assert keys["lr"]["value"] == 0.01 and keys["lr"]["source"] == "get"
+    assert keys["optimizer"]["value"] == "adam" and keys["optimizer"]["source"] == "literal"
+    # the first dict literal that names a key wins: the module's DEFAULTS
+    assert keys["epochs"]["value"] == 5
+    assert keys["hidden"]["value"] == 32
+    assert found["dynamic"]["train"] == 1
+
+
+def test_a_script_without_the_contract_has_no_candidate():
+    found = scaffold.scan("def fit(model, data):\n    return model\n")
+    assert [f["candidate"] for f in found["functions"]] == [False]
+
+
+def test_the_command_line_prints_json_and_rejects_a_syntax_error(tmp_path):
+    good = tmp_path / "t.py"
+    good.write_text(SCRIPT)
+    out = subprocess.run([sys.executable, "-m", "reprolab.scaffold", str(good)],
+                         capture_output=True, text=True, cwd=scaffold.__file__.rsplit("/", 2)[0])
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["functions"][1]["name"] == "train"
+    bad = tmp_path / "bad.py"
+    bad.write_text("def train(config, seed):\n    return {\n")
+    out = subprocess.run([sys.executable, "-m", "reprolab.scaffold", str(bad)],
+                         capture_output=True, text=True, cwd=scaffold.__file__.rsplit("/", 2)[0])
+    assert out.returncode == 2
+    assert "bad.py:" in out.stderr and "syntax error" in out.stderr
