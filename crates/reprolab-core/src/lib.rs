@@ -8,6 +8,8 @@
 //! * [`outcome`]: [`Outcome`], [`Split`]; [`fnum`]: serde helpers for non-finite floats.
 //! * [`hash`]: content hashing (the evaluation cache's keys); [`program`]: [`ProgramView`].
 //! * [`symptoms`]: trace records and AutoTrainer's symptom checks; [`suspect`]: [`Suspect`].
+//! * [`vocabulary`]: the study's value lists (activations, initialisers, optimisers, losses,
+//!   batch sizes).
 //!
 //! Why `symptoms` and `suspect` are here: both are read by two strategy crates that must not
 //! depend on each other. Dynamic localisation (`reprolab-localize`) maps symptoms to suspected
@@ -27,6 +29,7 @@ pub mod program;
 pub mod space;
 pub mod suspect;
 pub mod symptoms;
+pub mod vocabulary;
 
 pub use config::Config;
 pub use error::{Issue, IssueKind, ManifestError, Position, chain};

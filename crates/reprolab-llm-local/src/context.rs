@@ -188,7 +188,11 @@ mod tests {
             fit(&mut m, 11, count, cut_front).unwrap(),
             Fit::Fits { .. }
         ));
-        assert!(m[0].content.starts_with("open1 open2 open3"), "{}", m[0].content);
+        assert!(
+            m[0].content.starts_with("open1 open2 open3"),
+            "{}",
+            m[0].content
+        );
         assert_eq!(m[0].content.matches('…').count(), 1, "{}", m[0].content);
     }
 

@@ -44,19 +44,7 @@ pub fn config_stream(c: &Config) -> u64 {
         })
 }
 
-pub const ACTS: [&str; 11] = [
-    "elu",
-    "softmax",
-    "selu",
-    "softplus",
-    "softsign",
-    "relu",
-    "tanh",
-    "sigmoid",
-    "hard_sigmoid",
-    "exponential",
-    "linear",
-];
+pub const ACTS: &[&str] = reprolab_core::vocabulary::ACTIVATIONS;
 pub const INITS: [&str; 5] = [
     "zeros",
     "random_normal",
@@ -86,7 +74,7 @@ pub fn study_space(log_lr: bool) -> SearchSpace {
     for i in 0..3u32 {
         params.push(choice(
             &format!("act{i}"),
-            strs(&ACTS),
+            strs(ACTS),
             FaultType::ACH,
             Some(i),
         ));

@@ -5,53 +5,7 @@
 
 use serde_json::Value;
 
-const ACTIVATIONS: &[&str] = &[
-    "elu",
-    "softmax",
-    "selu",
-    "softplus",
-    "softsign",
-    "relu",
-    "tanh",
-    "sigmoid",
-    "hard_sigmoid",
-    "exponential",
-    "linear",
-];
-const INITIALIZERS: &[&str] = &[
-    "zeros",
-    "ones",
-    "constant",
-    "random_normal",
-    "random_uniform",
-    "truncated_normal",
-    "orthogonal",
-    "lecun_uniform",
-    "glorot_normal",
-    "glorot_uniform",
-    "he_normal",
-    "lecun_normal",
-    "he_uniform",
-];
-const OPTIMIZERS: &[&str] = &[
-    "sgd", "rmsprop", "adagrad", "adadelta", "adam", "adamax", "nadam",
-];
-const LOSSES: &[&str] = &[
-    "mean_squared_error",
-    "mean_absolute_error",
-    "mean_absolute_percentage_error",
-    "mean_squared_logarithmic_error",
-    "squared_hinge",
-    "hinge",
-    "categorical_hinge",
-    "logcosh",
-    "categorical_crossentropy",
-    "sparse_categorical_crossentropy",
-    "binary_crossentropy",
-    "kullback_leibler_divergence",
-    "poisson",
-];
-const BATCH_SIZES: &[i64] = &[16, 32, 64, 128, 256, 512];
+use reprolab_core::vocabulary::{ACTIVATIONS, BATCH_SIZES, INITIALIZERS, LOSSES, OPTIMIZERS};
 
 /// The study's hyperparameters, by the names scripts give them; a name may end in a
 /// layer index (`act1`, `unit0`), kept for the layer-specific fault types.
