@@ -721,3 +721,29 @@ fn bench_paper_with_a_useless_model_records_every_step_as_an_outcome() {
     let report = std::fs::read_to_string(tmp.path().join("bp/report.md")).unwrap();
     assert!(report.contains("## Implementations"), "{report}");
 }
+
+/// The embedded model (SmolLM2-135M) through the whole implement loop, replayed from its
+/// recorded answers: it gives no usable plan (the one-file fallback), writes a file that prints
+/// no loss, edits nothing; the loop records each step and ends after its rounds, without a
+/// crash. Recorded with `--llm local:smollm2 --llm-record DIR --rounds 2 --max-tokens 768`.
+#[test]
+fn the_embedded_model_runs_the_implement_loop_end_to_end_replayed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(reprolab_without_llm_settings(tmp.path())
+        .args(["--json", "paper", "implement"])
+        .arg(repo().join("benchmarks/papers/label-smoothing/paper.md"))
+        .args(["--rounds", "2", "--max-tokens", "768", "--out", "impl", "--llm"])
+        .arg(format!(
+            "replay:{}",
+            fixture("cassettes/smollm2-paper").display()
+        )));
+    assert_eq!(out.status.code(), Some(1), "it does not pass");
+    let v = json(&out);
+    assert_eq!(v["llm"]["calls"], 4);
+    assert_eq!(v["llm"]["replayed"], 4, "every answer replayed: {}", v["llm"]);
+    let state = &v["implementation"];
+    assert!(state["plan"]["fallback"].is_string(), "{state}");
+    assert_eq!(state["rounds"].as_array().unwrap().len(), 2);
+    assert_eq!(state["stopped"], "2 rounds spent");
+    assert_eq!(state["rounds"][1]["failed"], json!(["C4"]), "no SGD call: {state}");
+}
