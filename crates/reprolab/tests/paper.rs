@@ -732,7 +732,15 @@ fn the_embedded_model_runs_the_implement_loop_end_to_end_replayed() {
     let out = run(reprolab_without_llm_settings(tmp.path())
         .args(["--json", "paper", "implement"])
         .arg(repo().join("benchmarks/papers/label-smoothing/paper.md"))
-        .args(["--rounds", "2", "--max-tokens", "768", "--out", "impl", "--llm"])
+        .args([
+            "--rounds",
+            "2",
+            "--max-tokens",
+            "768",
+            "--out",
+            "impl",
+            "--llm",
+        ])
         .arg(format!(
             "replay:{}",
             fixture("cassettes/smollm2-paper").display()
@@ -740,10 +748,18 @@ fn the_embedded_model_runs_the_implement_loop_end_to_end_replayed() {
     assert_eq!(out.status.code(), Some(1), "it does not pass");
     let v = json(&out);
     assert_eq!(v["llm"]["calls"], 4);
-    assert_eq!(v["llm"]["replayed"], 4, "every answer replayed: {}", v["llm"]);
+    assert_eq!(
+        v["llm"]["replayed"], 4,
+        "every answer replayed: {}",
+        v["llm"]
+    );
     let state = &v["implementation"];
     assert!(state["plan"]["fallback"].is_string(), "{state}");
     assert_eq!(state["rounds"].as_array().unwrap().len(), 2);
     assert_eq!(state["stopped"], "2 rounds spent");
-    assert_eq!(state["rounds"][1]["failed"], json!(["C4"]), "no SGD call: {state}");
+    assert_eq!(
+        state["rounds"][1]["failed"],
+        json!(["C4"]),
+        "no SGD call: {state}"
+    );
 }

@@ -13,12 +13,13 @@ use reprolab_paper::{Paper, extract};
 use reprolab_paper::implement::{self, Brief, Options};
 use reprolab_paper::rubric::scores_from_verification;
 
-use super::{Checking, event_line, lineage_code};
+use super::{Checking, check_votes, event_line, lineage_code};
 use crate::cli::{BenchPaperArgs, Global};
 use crate::llm::LlmSession;
 use crate::progress;
 
 pub async fn bench(g: &Global, a: &BenchPaperArgs) -> Result<ExitCode> {
+    check_votes(a.check.votes)?;
     let mut papers = BundledPaper::load_all(&a.benchmark)?;
     papers.retain(|p| a.only.is_empty() || a.only.contains(&p.name));
     if papers.is_empty() {

@@ -9,7 +9,7 @@ use reprolab_paper::checks::Outcome;
 use reprolab_paper::fingerprint::Dropped;
 use reprolab_paper::verify::{Verdict, Verification};
 
-use super::{Checking, clip, grounded_fingerprint};
+use super::{Checking, check_votes, clip, grounded_fingerprint};
 use crate::cli::{Global, PaperVerifyArgs};
 use crate::{progress, table};
 
@@ -21,6 +21,7 @@ pub async fn verify_cmd(g: &Global, a: &PaperVerifyArgs) -> Result<ExitCode> {
             a.code.display()
         );
     }
+    check_votes(a.check.votes)?;
     let paper = Paper::load(&a.paper)?;
     let (fingerprint, dropped) =
         grounded_fingerprint(&a.paper, &paper.text, a.fingerprint.as_deref())?;
