@@ -504,8 +504,8 @@ async fn revise(
             format!(
                 "- {} ({}): {}\n  evidence: {}\n",
                 v.id,
-                v.fact,
                 v.category,
+                v.fact,
                 v.evidence.join("; ")
             )
         })
@@ -520,20 +520,14 @@ async fn revise(
             clip(&round.smoke.output_tail, 3000)
         )
     };
-    let mut files: BTreeMap<String, String> = code::read_dir(out)
+    let before: BTreeMap<String, String> = code::read_dir(out)
         .into_iter()
         .map(|f| (f.path, f.text))
         .collect();
-    let listing: Vec<CodeFile> = files
+    let mut files = before.clone();
+    let shown: String = files
         .iter()
-        .map(|(p, t)| CodeFile {
-            path: p.clone(),
-            text: t.clone(),
-        })
-        .collect();
-    let shown: String = listing
-        .iter()
-        .map(|f| format!("### {}\n```\n{}```\n\n", f.path, f.text))
+        .map(|(path, text)| format!("### {path}\n```\n{text}```\n\n"))
         .collect();
     let prompt = format!(
         "{}\n# The code now\n{shown}\n# What is wrong\n{smoke}\n{}{failures}\n# Task\nFirst write a \
@@ -566,7 +560,6 @@ Give corrected SEARCH/REPLACE blocks for them only; SEARCH must copy the file's 
         applied += again.len() - still.len();
         failed = still;
     }
-    let before: BTreeMap<String, String> = listing.into_iter().map(|f| (f.path, f.text)).collect();
     for (path, text) in &files {
         if before.get(path) != Some(text) {
             let full = out.join(path);

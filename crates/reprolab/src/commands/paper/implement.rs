@@ -52,7 +52,7 @@ pub async fn implement(g: &Global, a: &PaperImplementArgs) -> Result<ExitCode> {
         max_tokens: a.max_tokens,
         ..Options::default()
     };
-    let sp = progress::spinner("planning", g.json);
+    let sp = progress::spinner("implementing", g.json);
     let result = implement::implement(model, &brief, &a.out, &workshop, &opts, |e| {
         progress::line(&sp, &event_line(&e))
     })
