@@ -1,6 +1,8 @@
-//! `reprolab paper`: wiring of the paper crate. What the verbs share: the fingerprint as the
-//! paper grounds it, and a [`Verifier`] that reads a directory's facts and runs its probes in the
-//! sandbox.
+//! `reprolab paper` and `bench paper`: wiring of the paper crate, one module per verb. What the
+//! verbs share is here: the fingerprint as the paper grounds it; [`Checking`], the environment,
+//! store, warm workers and model a command sets up once; the [`Verifier`] that reads a
+//! directory's facts and runs its probes in the sandbox; and the implement loop's
+//! [`SandboxWorkshop`] (smoke runs and verification).
 
 mod bench;
 mod fingerprint;
