@@ -6,7 +6,7 @@ prints one JSON object:
 
     {"functions": [{"name", "line", "params": [names], "candidate": bool}],
      "keys": {"FUNCTION": [{"key", "line", "value"?, "source": "get" | "literal"}]},
-     "dynamic": {"FUNCTION": int}}
+     "dynamic": {"FUNCTION": int}, "framework": "pytorch" | "keras"}
 
 `functions` are the top-level functions; `candidate` marks those whose first two parameters
 read like the subject contract `train(config, seed)` (a config-like name, then a seed-like name).
@@ -16,7 +16,8 @@ first use. `value` is the literal the script gives for the key: the default of `
 value of the key in a dict literal with only constant keys (a `DEFAULTS = {...}` or the config
 of an `if __name__ == "__main__":` call); absent when the script gives none. `dynamic` counts
 the reads whose key is not a literal (`config[f"act{i}"]`), which no scaffold can list.
-A file that does not parse exits 2 with the syntax error on stderr.
+`framework` is "keras" when the file imports keras (or tensorflow.keras / tf.keras) and not
+torch, else "pytorch". A file that does not parse exits 2 with the syntax error on stderr.
 """
 from __future__ import annotations
 
@@ -88,6 +89,17 @@ def _reads(tree, name):
     return reads
 
 
+def _framework(tree):
+    """"keras" for a Keras program: it imports keras (or tensorflow) and not torch."""
+    roots = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            roots.add(node.module.split(".")[0])
+    return "keras" if roots & {"keras", "tensorflow"} and "torch" not in roots else "pytorch"
+
+
 def scan(source, filename="<script>"):
     tree = ast.parse(source, filename=filename)
     functions = []
@@ -121,7 +133,8 @@ def scan(source, filename="<script>"):
                 entry["value"], entry["source"] = literals[key], "literal"
         keys[node.name] = [found[k] for k in order]
         dynamic[node.name] = n_dynamic
-    return {"functions": functions, "keys": keys, "dynamic": dynamic}
+    return {"functions": functions, "keys": keys, "dynamic": dynamic,
+            "framework": _framework(tree)}
 
 
 def main(argv):

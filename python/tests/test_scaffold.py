@@ -56,3 +56,11 @@ def test_the_command_line_prints_json_and_rejects_a_syntax_error(tmp_path):
                          capture_output=True, text=True, cwd=scaffold.__file__.rsplit("/", 2)[0])
     assert out.returncode == 2
     assert "bad.py:" in out.stderr and "syntax error" in out.stderr
+
+
+def test_the_framework_is_read_from_the_imports():
+    assert scaffold.scan(SCRIPT)["framework"] == "pytorch"
+    assert scaffold.scan("import keras\nfrom keras import layers\n")["framework"] == "keras"
+    assert scaffold.scan("from tensorflow import keras\n")["framework"] == "keras"
+    # Keras on the torch backend still is a Keras program only without torch of its own.
+    assert scaffold.scan("import torch\nimport keras\n")["framework"] == "pytorch"

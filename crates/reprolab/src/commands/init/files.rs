@@ -70,7 +70,7 @@ pub fn scaffold(name: &str, entry: &Entry) -> Scaffold {
 name = "{name}"
 description = ""
 task = "classification"            # classification | regression
-framework = "pytorch"
+framework = "{framework}"          # pytorch | keras (read from the script's imports)
 config = "config.json"
 
 [dataset]
@@ -98,6 +98,7 @@ output_mb = 16
 {space}
 "#,
         file = entry.file,
+        framework = entry.framework,
         spec = entry.spec(),
         function = entry.function,
         space = space_lines.join("\n"),
@@ -183,6 +184,7 @@ mod tests {
                 key("data_dir", None),
             ],
             dynamic: 0,
+            framework: "keras".into(),
         };
         let s = scaffold("my-model", &entry);
         assert_eq!(s.unvalued, ["data_dir"]);
@@ -191,6 +193,7 @@ mod tests {
         assert_eq!(w.written.len(), 3);
         let subject = reprolab_core::manifest::Subject::load(dir.path()).unwrap();
         assert_eq!(subject.name, "my-model");
+        assert_eq!(subject.framework.as_str(), "keras");
         assert_eq!(subject.config.get("dropout"), Some(&json!(0.2)));
         assert_eq!(subject.space.names().count(), 3);
         // A second run keeps what exists.

@@ -38,6 +38,13 @@ pub struct Script {
     pub keys: std::collections::HashMap<String, Vec<Key>>,
     /// Per function: reads whose key is computed (`config[f"act{i}"]`).
     pub dynamic: std::collections::HashMap<String, usize>,
+    /// "keras" for a program that imports keras (and not torch), else "pytorch".
+    #[serde(default = "pytorch")]
+    pub framework: String,
+}
+
+fn pytorch() -> String {
+    "pytorch".into()
 }
 
 /// The entry chosen: the file (relative to the subject directory), the function and what the
@@ -47,6 +54,8 @@ pub struct Entry {
     pub function: String,
     pub keys: Vec<Key>,
     pub dynamic: usize,
+    /// The framework its file imports ("pytorch" or "keras").
+    pub framework: String,
 }
 
 impl Entry {
@@ -107,6 +116,7 @@ fn entry_of(file: String, script: &mut Script, function: &str) -> Entry {
         function: function.to_string(),
         keys: script.keys.remove(function).unwrap_or_default(),
         dynamic: script.dynamic.get(function).copied().unwrap_or(0),
+        framework: script.framework.clone(),
     }
 }
 
