@@ -98,6 +98,18 @@ pub fn render(files: &[&CodeFile], budget: usize) -> String {
     out
 }
 
+/// `s` in at most `n` characters, an ellipsis marking a cut.
+pub fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        format!(
+            "{}…",
+            s.chars().take(n.saturating_sub(1)).collect::<String>()
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

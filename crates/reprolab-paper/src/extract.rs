@@ -11,10 +11,13 @@ use reprolab_llm::{ChatModel, ChatRequest};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use std::collections::BTreeSet;
+
 use crate::document::{Paper, is_reference_heading};
 use crate::fingerprint::{
     CATEGORIES, Check, Criterion, Dropped, Fingerprint, StaticCheck, ValueCheck, normalize,
 };
+use crate::lineage::jaccard;
 
 /// One part of the paper read in one call.
 #[derive(Debug, Clone, PartialEq)]
@@ -215,7 +218,7 @@ pub fn recalled<'a>(gold: &'a Fingerprint, found: &Fingerprint) -> Vec<&'a str> 
 
 fn same_criterion(gold: &Criterion, found: &Criterion) -> bool {
     let (a, b) = (normalize(&gold.source), normalize(&found.source));
-    let overlap = a.contains(&b) || b.contains(&a) || jaccard(&a, &b) >= 0.6;
+    let overlap = a.contains(&b) || b.contains(&a) || jaccard(&word_set(&a), &word_set(&b)) >= 0.6;
     let numbers = |s: &str| -> Vec<String> {
         s.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-'))
             .filter(|t| t.chars().any(|c| c.is_ascii_digit()))
@@ -229,20 +232,12 @@ fn same_criterion(gold: &Criterion, found: &Criterion) -> bool {
             .all(|n| found_numbers.contains(n))
 }
 
-fn jaccard(a: &str, b: &str) -> f64 {
-    let set = |s: &str| -> std::collections::HashSet<String> {
-        s.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_string)
-            .collect()
-    };
-    let (x, y) = (set(a), set(b));
-    let union = x.union(&y).count();
-    if union == 0 {
-        0.0
-    } else {
-        x.intersection(&y).count() as f64 / union as f64
-    }
+/// The words of a text, for [`jaccard`].
+fn word_set(s: &str) -> BTreeSet<String> {
+    s.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 #[cfg(test)]

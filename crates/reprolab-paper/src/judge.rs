@@ -154,7 +154,7 @@ pub fn decide(votes: &[Vote]) -> CheckResult {
             .iter()
             .filter(|v| winner.is_none() || v.score == winner)
             .take(2)
-            .map(|v| clip(&v.reality, 600)),
+            .map(|v| code::clip(&v.reality, 600)),
     );
     CheckResult {
         checker: Checker::Judge,
@@ -208,14 +208,6 @@ pub fn paragraph_of(paper: &str, source: &str) -> String {
         .find(|p| normalize(p).contains(&want))
         .map(|p| p.trim().to_string())
         .unwrap_or_else(|| source.to_string())
-}
-
-fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(n).collect::<String>())
-    }
 }
 
 #[cfg(test)]

@@ -248,7 +248,8 @@ fn title_words(s: &str) -> BTreeSet<String> {
     normalize(s).split(' ').map(str::to_string).collect()
 }
 
-fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
+/// Token Jaccard of two word sets (0 when both are empty).
+pub(crate) fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
     let union = a.union(b).count();
     if union == 0 {
         return 0.0;

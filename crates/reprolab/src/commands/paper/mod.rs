@@ -55,8 +55,8 @@ pub struct Checking {
 
 impl Checking {
     /// With the check options: their model when --llm names one.
+    /// (The commands check `--votes` before they read anything.)
     pub async fn open(g: &Global, a: &PaperCheckArgs) -> Result<Checking> {
-        check_votes(a.votes)?;
         let session = a
             .llm
             .llm
@@ -238,11 +238,7 @@ struct SandboxProber<'a> {
 
 impl Prober for SandboxProber<'_> {
     async fn probe(&self, code_dir: &Path, script: &str) -> ProbeRun {
-        let dir = serde_json::to_string(&code_dir.display().to_string()).unwrap_or_default();
-        let wrapped = format!(
-            "# reprolab paper probe; code {}\nimport os as _os, sys as _sys\n_os.chdir({dir})\n_sys.path.insert(0, {dir})\n{script}\n",
-            self.code_hash
-        );
+        let wrapped = in_code_dir("probe", &self.code_hash, code_dir, script);
         let runs = self.runner.run("paper probe", &wrapped, &[0]).await;
         let Some(run) = runs.first() else {
             return ProbeRun::Error("the probe did not run".into());
@@ -257,13 +253,23 @@ impl Prober for SandboxProber<'_> {
     }
 }
 
+/// A Python string literal of `s`.
+fn quoted(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+/// `body` run in `dir` with it first on sys.path. The header names the code's content hash, so
+/// that the cached run of the same script on edited code is not found again.
+fn in_code_dir(what: &str, code_hash: &str, dir: &Path, body: &str) -> String {
+    let d = quoted(&dir.display().to_string());
+    format!(
+        "# reprolab paper {what}; code {code_hash}\nimport os as _os, sys as _sys\n_os.chdir({d})\n_sys.path.insert(0, {d})\n{body}\n"
+    )
+}
+
+/// The first line of `s` in at most `n` characters, for a table cell.
 fn clip(s: &str, n: usize) -> String {
-    let s = s.lines().next().unwrap_or("");
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(n - 1).collect::<String>())
-    }
+    reprolab_paper::code::clip(s.lines().next().unwrap_or(""), n)
 }
 
 /// The implement loop's world: smoke runs and verification in the sandbox.
@@ -278,13 +284,12 @@ impl Workshop for SandboxWorkshop<'_> {
     async fn smoke(&self, dir: &Path, entry: &str) -> Smoke {
         let dir = &std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
         let code_hash = reprolab_core::hash::hash_tree(dir).unwrap_or_default();
-        let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
-        let (d, e) = (quoted(&dir.display().to_string()), quoted(entry));
-        let script = format!(
-            "# reprolab paper smoke run; code {code_hash}\nimport os as _os, runpy as _runpy, sys as _sys\n\
-_os.chdir({d})\n_sys.path.insert(0, {d})\n_sys.argv = [{e}, {flag}]\n_runpy.run_path({e}, run_name=\"__main__\")\n",
+        let e = quoted(entry);
+        let body = format!(
+            "import runpy as _runpy\n_sys.argv = [{e}, {flag}]\n_runpy.run_path({e}, run_name=\"__main__\")",
             flag = quoted(SMOKE_FLAG)
         );
+        let script = in_code_dir("smoke run", &code_hash, dir, &body);
         let runs = self.smoke.run("paper smoke", &script, &[0]).await;
         match runs.first() {
             Some(run) => judge_smoke(
