@@ -286,6 +286,75 @@ fn create_env(cache: &Path, base: &Path, dir: &Path, progress: Progress) -> Resu
     Ok(())
 }
 
+/// The Ray release `--backend ray` uses (the driver, the cluster's workers and this must agree).
+pub const RAY_VERSION: &str = "2.60.0";
+
+/// Make Ray importable by `env`: an optional extra of the managed environment, installed on
+/// first use (from PyPI, with the lock as constraints so that nothing pinned moves; the
+/// environment's id, and so every cache key, stays the same) and never for users who do not ask
+/// for it. An interpreter given with `--python` is only checked.
+pub fn ensure_ray(env: &PythonEnv, progress: Progress) -> Result<(), EnvError> {
+    let installed = || {
+        Command::new(&env.python)
+            .args(["-c", "import ray; print(ray.__version__)"])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let found = installed();
+    if found.as_deref() == Some(RAY_VERSION) {
+        return Ok(());
+    }
+    let Some(root) = &env.root else {
+        let found = found.map_or("it is not installed".to_string(), |v| format!("it has {v}"));
+        return Err(EnvError::BadPython {
+            python: env.python.display().to_string(),
+            message: format!(
+                "--backend ray needs ray=={RAY_VERSION} in this interpreter ({found}): \
+                 install it with `{} -m pip install ray=={RAY_VERSION}`, or drop --python to \
+                 let reprolab manage the environment",
+                env.python.display()
+            ),
+        });
+    };
+    let cache = root
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(cache_dir);
+    let _lock = lock_file(&root.with_extension("lock"))?;
+    if installed().as_deref() == Some(RAY_VERSION) {
+        return Ok(()); // another reprolab installed it while we waited
+    }
+    let constraints = cache.join(format!("requirements-{}.lock", lock_hash()));
+    std::fs::write(&constraints, LOCK).map_err(io_err(&constraints))?;
+    let spec = format!("ray=={RAY_VERSION}");
+    progress(&format!("installing {spec} (first use of --backend ray)"));
+    let mut install = match find_uv(&cache) {
+        Some(uv) => {
+            let mut c = Command::new(uv);
+            c.args(["pip", "install", "--python"])
+                .arg(&env.python)
+                .env("UV_PYTHON_DOWNLOADS", "never");
+            c
+        }
+        None => {
+            let mut c = Command::new(&env.python);
+            c.args(["-m", "pip", "install", "--progress-bar", "off"]);
+            c
+        }
+    };
+    install.arg("-c").arg(&constraints).arg(&spec);
+    run_logged(install, progress).map_err(|log| EnvError::Provision {
+        dir: root.display().to_string(),
+        step: format!("installing {spec}"),
+        log,
+    })
+}
+
 /// Write the bundled package into `site/reprolab`, replacing an older copy atomically.
 fn install_package(site: &Path) -> Result<(), EnvError> {
     let target = site.join("reprolab");

@@ -8,6 +8,7 @@ pub mod executor;
 pub mod landlock;
 pub mod pool;
 pub mod proctree;
+pub mod ray;
 pub mod result;
 pub mod sandbox;
 pub mod scratch;
@@ -20,6 +21,7 @@ pub mod worker;
 pub use env::{EnvOptions, PythonEnv};
 pub use evaluator::{EvalError, Evaluation, Evaluator};
 pub use executor::{EvalRequest, Executor, LocalExecutor};
+pub use ray::{RayExecutor, RayOptions};
 pub use result::Finished;
 pub use worker::WorkerError;
 

@@ -100,6 +100,27 @@ pub fn scrubbed_env() -> Vec<(OsString, OsString)> {
     env
 }
 
+/// The rules of [`scrubbed_env`] as data, for a process that builds the environment on another
+/// machine (a Ray node): `{"pass": [names], "fixed": {name: value}}`; `LC_*` passes too, and a
+/// value that looks like a credential is dropped there.
+pub fn env_rules() -> serde_json::Value {
+    env_rules_with(std::env::var("REPROLAB_PASS_ENV").ok().as_deref())
+}
+
+fn env_rules_with(pass_env: Option<&str>) -> serde_json::Value {
+    let extra = pass_env
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty() && !is_credential(n));
+    let pass: Vec<&str> = PASS.iter().copied().chain(extra).collect();
+    let fixed: serde_json::Map<String, serde_json::Value> = FIXED
+        .iter()
+        .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
+        .collect();
+    serde_json::json!({"pass": pass, "fixed": fixed})
+}
+
 /// Apply the scrubbed environment to a command (clearing everything else).
 pub fn apply_env(cmd: &mut tokio::process::Command, pythonpath: Option<&std::path::Path>) {
     cmd.env_clear();
@@ -348,6 +369,20 @@ mod tests {
         assert!(!has("REPROLAB_TEST_API_KEY"));
         assert!(has("REPROLAB_TEST_PLAIN"));
         assert!(env.iter().any(|(k, v)| k == "OMP_NUM_THREADS" && v == "1"));
+    }
+
+    #[test]
+    fn env_rules_pass_no_credential_names() {
+        let rules = env_rules_with(Some("MY_SETTING, OPENAI_API_KEY"));
+        let pass: Vec<&str> = rules["pass"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(serde_json::Value::as_str)
+            .collect();
+        assert!(pass.contains(&"MY_SETTING") && pass.contains(&"PATH"));
+        assert!(!pass.contains(&"OPENAI_API_KEY"));
+        assert_eq!(rules["fixed"]["OMP_NUM_THREADS"], "1");
     }
 
     #[test]

@@ -5,10 +5,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use reprolab_core::manifest::{Config, Subject};
-use reprolab_exec::{EnvOptions, Evaluator, PythonEnv};
+use std::sync::Arc;
+
+use reprolab_exec::{EnvOptions, Evaluator, PythonEnv, RayExecutor, RayOptions};
 use reprolab_store::Store;
 
-use crate::cli::Global;
+use crate::cli::{Backend, Global};
 use crate::error::Infrastructure;
 use crate::progress;
 
@@ -48,9 +50,61 @@ pub fn open_store(g: &Global) -> Result<Store> {
 pub async fn evaluator(g: &Global) -> Result<Evaluator> {
     let env = python_env(g).await?;
     let store = open_store(g)?;
-    let workers = g.workers.unwrap_or_else(reprolab_exec::default_workers);
-    Evaluator::new(env, store, workers, !g.no_cache)
-        .context(Infrastructure("creating a scratch directory"))
+    match g.backend {
+        Backend::Local => {
+            let workers = g.workers.unwrap_or_else(reprolab_exec::default_workers);
+            Evaluator::new(env, store, workers, !g.no_cache)
+                .context(Infrastructure("creating a scratch directory"))
+        }
+        Backend::Ray => {
+            let ray = ray_executor(g, &env).await?;
+            Ok(Evaluator::with_executor(
+                Arc::new(ray),
+                env,
+                store,
+                !g.no_cache,
+            ))
+        }
+    }
+}
+
+/// Install Ray on first use and start the driver (joining --ray-address, else a local head),
+/// with a spinner meanwhile; failures are infrastructure errors (exit 3).
+pub async fn ray_executor(g: &Global, env: &PythonEnv) -> Result<RayExecutor> {
+    let installing = env.clone();
+    let json = g.json;
+    tokio::task::spawn_blocking(move || {
+        let sp = progress::spinner("ray", json);
+        let result = reprolab_exec::env::ensure_ray(&installing, &|line: &str| {
+            sp.set_message(line.to_string())
+        });
+        sp.finish_and_clear();
+        result
+    })
+    .await
+    .context(Infrastructure("installing Ray"))?
+    .context(Infrastructure("installing Ray"))?;
+    let opts = RayOptions {
+        address: g.ray_address.clone(),
+        slots: g.workers,
+    };
+    let sp = progress::spinner("ray", g.json);
+    sp.set_message(match &opts.address {
+        Some(a) => format!("joining the Ray cluster at {a} and starting evaluation slots"),
+        None => "starting a local Ray head and evaluation slots".into(),
+    });
+    let ray = RayExecutor::start(env, &opts).await;
+    sp.finish_and_clear();
+    let ray = ray.context(Infrastructure("starting the Ray backend"))?;
+    let c = &ray.cluster;
+    tracing::info!(
+        "Ray backend: {} on {} ({} node(s)), ready in {:.1} s",
+        crate::plural::count(c.slots, "slot"),
+        c.address,
+        c.nodes,
+        c.start_s
+    );
+    Ok(ray)
 }
 
 pub fn load_subject(path: &Path) -> Result<Subject> {

@@ -1,0 +1,397 @@
+//! The Ray backend (`--backend ray`): evaluations run on a Ray cluster, behind the same
+//! [`Executor`] interface as the local pool, so the evaluation cache, the store and every
+//! outcome work unchanged (the [`Evaluator`] in front writes each result as it arrives).
+//!
+//! Ray schedules; reprolab submits and records. A driver process (`python -m
+//! reprolab.ray_driver`) joins the cluster (or starts a local head for the command's lifetime)
+//! and places one evaluation slot per CPU: a Ray actor with a warm, sandboxed
+//! `reprolab.worker` beside it that enforces the evaluation's limits on its node
+//! (`reprolab.ray_slot`). The driver speaks JSON lines with this module, answering evaluations
+//! out of order as they finish; what comes back (exit, broken limit, result file, epochs, end
+//! of output) is turned into an outcome by the same [`interpret`] as a local evaluation.
+//!
+//! [`Evaluator`]: crate::Evaluator
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ffi::OsString;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use reprolab_core::manifest::{Entry, Limits};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::oneshot;
+
+use crate::env::{EnvError, PythonEnv};
+use crate::executor::{EvalRequest, Executor};
+use crate::result::{Exit, Finished, interpret};
+use crate::sandbox;
+use crate::scratch::Scratch;
+use crate::supervise::Violation;
+use crate::worker::{infra, killed_its_worker};
+
+/// How long the driver may take to join the cluster and start every slot (each imports torch).
+const STARTUP: Duration = Duration::from_secs(600);
+/// How long a driver asked to stop may take to close the cluster connection (and a local head).
+const SHUTDOWN: Duration = Duration::from_secs(60);
+
+/// Where and how wide to run.
+#[derive(Debug, Clone, Default)]
+pub struct RayOptions {
+    /// An existing cluster (`ray://…` or `HOST:PORT`); `None` starts a local head for the
+    /// command's lifetime.
+    pub address: Option<String>,
+    /// Evaluation slots (one CPU each); `None`: every CPU of the cluster (of this machine for a
+    /// local head).
+    pub slots: Option<usize>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RayError {
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    #[error("cannot create the Ray backend's scratch directory")]
+    Scratch(#[source] std::io::Error),
+    #[error("cannot start the Ray driver {python}")]
+    Start {
+        python: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The driver said why it cannot run (no cluster at the address, a version mismatch).
+    #[error("{0}")]
+    Refused(String),
+    #[error("the Ray driver exited before it was ready; its last output:\n{0}")]
+    Died(String),
+    #[error("the Ray cluster did not start its evaluation slots within {} s", .0.as_secs())]
+    StartupTimeout(Duration),
+}
+
+/// What the driver reported when it became ready.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct Cluster {
+    /// The address joined, or `local` for a head started for this command.
+    pub address: String,
+    pub slots: usize,
+    /// Alive nodes in the cluster.
+    pub nodes: usize,
+    /// Slots per node (by Ray node id, shortened).
+    pub slot_nodes: BTreeMap<String, usize>,
+    /// Process ids of the slots (Ray actors), for the record and for fault tests.
+    pub slot_pids: Vec<i32>,
+    /// Seconds from the driver's start to ready (cluster join, slots' torch imports).
+    pub start_s: f64,
+}
+
+/// Results the driver has not sent yet, by request id; `gone` once the driver has exited.
+#[derive(Default)]
+struct Pending {
+    waiting: HashMap<String, oneshot::Sender<Value>>,
+    gone: Option<String>,
+}
+
+pub struct RayExecutor {
+    pub cluster: Cluster,
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    child: tokio::sync::Mutex<Child>,
+    pending: Arc<Mutex<Pending>>,
+    next_id: AtomicU64,
+    scratch: Scratch,
+}
+
+impl RayExecutor {
+    /// Start the driver and wait until every slot is ready. Ray must be importable by `env`
+    /// ([`crate::env::ensure_ray`] installs it).
+    pub async fn start(env: &PythonEnv, opts: &RayOptions) -> Result<RayExecutor, RayError> {
+        let scratch = Scratch::new("ray").map_err(RayError::Scratch)?;
+        let mut cmd = tokio::process::Command::new(&env.python);
+        cmd.args(driver_args(opts, &scratch));
+        driver_env(&mut cmd, env);
+        sandbox::contain(&mut cmd);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|source| RayError::Start {
+            python: env.python.display().to_string(),
+            source,
+        })?;
+        let stdin = child.stdin.take().expect("piped");
+        let mut events = BufReader::new(child.stdout.take().expect("piped")).lines();
+        let stderr_tail = keep_tail(child.stderr.take().expect("piped"));
+        let first = tokio::time::timeout(STARTUP, events.next_line()).await;
+        let ready = match first {
+            Err(_) => {
+                let _ = child.kill().await;
+                return Err(RayError::StartupTimeout(STARTUP));
+            }
+            Ok(Ok(Some(line))) => serde_json::from_str::<Value>(&line).unwrap_or(Value::Null),
+            Ok(_) => Value::Null,
+        };
+        if ready["ev"] != "ready" {
+            let _ = child.wait().await;
+            return Err(match ready["message"].as_str() {
+                Some(m) => RayError::Refused(m.to_string()),
+                None => RayError::Died(tail_text(&stderr_tail)),
+            });
+        }
+        let cluster: Cluster = serde_json::from_value(ready.clone())
+            .map_err(|e| RayError::Refused(format!("the Ray driver's ready event {ready}: {e}")))?;
+        let pending = Arc::new(Mutex::new(Pending::default()));
+        let shared = pending.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = events.next_line().await {
+                let Ok(ev) = serde_json::from_str::<Value>(&line) else {
+                    tracing::warn!("the Ray driver sent a line that is not JSON: {line}");
+                    continue;
+                };
+                match (ev["ev"].as_str(), ev["id"].as_str()) {
+                    (Some("done"), Some(id)) => {
+                        if let Some(tx) = shared.lock().unwrap().waiting.remove(id) {
+                            let _ = tx.send(ev);
+                        }
+                    }
+                    _ => tracing::warn!("Ray driver: {ev}"),
+                }
+            }
+            // Dropping the senders wakes every waiting evaluation with the reason.
+            let mut p = shared.lock().unwrap();
+            p.gone = Some(format!(
+                "the Ray driver exited (a lost head or cluster?); its last output:\n{}",
+                tail_text(&stderr_tail)
+            ));
+            p.waiting.clear();
+        });
+        tracing::info!(?cluster, "Ray backend ready");
+        Ok(RayExecutor {
+            cluster,
+            stdin: tokio::sync::Mutex::new(Some(stdin)),
+            child: tokio::sync::Mutex::new(child),
+            pending,
+            next_id: AtomicU64::new(0),
+            scratch,
+        })
+    }
+
+    fn gone(&self) -> Finished {
+        let why = self.pending.lock().unwrap().gone.clone();
+        infra(why.unwrap_or_else(|| "the Ray driver stopped answering".into()))
+    }
+
+    /// The outcome of what a slot sent back, decided as a local evaluation's is.
+    fn finish(&self, ev: &Value, limits: &Limits) -> Finished {
+        if let Some(message) = ev["infra"].as_str() {
+            return infra(message.to_string());
+        }
+        if let Some(message) = ev["died"].as_str() {
+            return killed_its_worker(2, message);
+        }
+        let workdir = match tempfile::tempdir_in(self.scratch.path()) {
+            Ok(w) => w,
+            Err(e) => return infra(format!("cannot create a work directory: {e}")),
+        };
+        for (field, file) in [
+            ("result", "result.json"),
+            ("epochs", "epochs.jsonl"),
+            ("output", "output.log"),
+        ] {
+            if let Some(text) = ev[field].as_str()
+                && let Err(e) = std::fs::write(workdir.path().join(file), text)
+            {
+                return infra(format!("cannot write {file} of a Ray evaluation: {e}"));
+            }
+        }
+        let violation = match ev["violation"].as_str() {
+            Some("timeout") => Some(Violation::Timeout),
+            Some("memory") => Some(Violation::Memory),
+            Some("output") => Some(Violation::Output),
+            _ => None,
+        };
+        let exit = Exit {
+            code: ev["exit_code"].as_i64().map(|c| c as i32),
+            signal: ev["signal"].as_i64().map(|s| s as i32),
+        };
+        let peak_mb = ev["peak_mb"].as_u64().unwrap_or(0);
+        let (outcome, epochs, output_tail) =
+            interpret(workdir.path(), exit, violation, peak_mb, limits);
+        Finished {
+            outcome,
+            epochs,
+            output_tail,
+            duration_s: ev["elapsed_s"].as_f64().unwrap_or(0.0),
+        }
+    }
+}
+
+#[async_trait]
+impl Executor for RayExecutor {
+    async fn run(&self, request: EvalRequest) -> Finished {
+        let entry = match &request.entry {
+            Entry::Callable { file, function } => format!("{file}:{function}"),
+            Entry::Command { .. } => {
+                return infra(
+                    "subjects whose entry is a command template run on --backend local only \
+                     (a callable entry, train.py:train, runs on Ray)"
+                        .into(),
+                );
+            }
+        };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut p = self.pending.lock().unwrap();
+            if p.gone.is_some() {
+                drop(p);
+                return self.gone();
+            }
+            p.waiting.insert(id.clone(), tx);
+        }
+        let msg = json!({
+            "op": "eval", "id": id, "subject_dir": request.subject_dir, "entry": entry,
+            "config": request.config, "seed": request.seed, "mode": request.mode,
+            "framework": request.framework,
+            "limits": {"timeout_s": request.limits.timeout_s, "memory_mb": request.limits.memory_mb,
+                       "output_mb": request.limits.output_mb},
+        });
+        let sent = match self.stdin.lock().await.as_mut() {
+            Some(stdin) => stdin.write_all(format!("{msg}\n").as_bytes()).await,
+            None => Err(std::io::Error::other("the Ray backend was shut down")),
+        };
+        if sent.is_err() {
+            self.pending.lock().unwrap().waiting.remove(&id);
+            return self.gone();
+        }
+        match rx.await {
+            Ok(ev) => self.finish(&ev, &request.limits),
+            Err(_) => self.gone(),
+        }
+    }
+
+    fn parallelism(&self) -> usize {
+        self.cluster.slots
+    }
+
+    async fn shutdown(&self) {
+        if let Some(mut stdin) = self.stdin.lock().await.take() {
+            let _ = stdin.write_all(b"{\"op\":\"shutdown\"}\n").await;
+            let _ = stdin.flush().await;
+        }
+        let mut child = self.child.lock().await;
+        if tokio::time::timeout(SHUTDOWN, child.wait()).await.is_err() {
+            kill_tree(&mut child);
+        }
+    }
+}
+
+impl Drop for RayExecutor {
+    fn drop(&mut self) {
+        // A local head's processes share the driver's process group: none outlives reprolab.
+        if let Ok(mut child) = self.child.try_lock()
+            && matches!(child.try_wait(), Ok(None))
+        {
+            kill_tree(&mut child);
+        }
+    }
+}
+
+fn kill_tree(child: &mut Child) {
+    if let Some(pid) = child.id() {
+        sandbox::kill_group(pid as i32, libc::SIGKILL);
+    }
+    let _ = child.start_kill();
+}
+
+fn driver_args(opts: &RayOptions, scratch: &Scratch) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["-m".into(), "reprolab.ray_driver".into()];
+    match &opts.address {
+        Some(address) => args.extend(["--address".into(), address.into()]),
+        None => {
+            let cpus = opts.slots.unwrap_or_else(crate::default_workers);
+            args.extend(["--num-cpus".into(), cpus.to_string().into()]);
+            args.extend(["--temp-dir".into(), scratch.path().join("r").into()]);
+        }
+    }
+    if let Some(n) = opts.slots {
+        args.extend(["--slots".into(), n.to_string().into()]);
+    }
+    args.extend(["--env-spec".into(), sandbox::env_rules().to_string().into()]);
+    args
+}
+
+/// The driver runs reprolab's code only (subject code runs in the slots' sandboxed workers), but
+/// on a local head the cluster's processes inherit its environment: it gets the scrubbed one,
+/// plus Ray's own settings (`RAY_*`, which may hold the cluster's token).
+fn driver_env(cmd: &mut tokio::process::Command, env: &PythonEnv) {
+    sandbox::apply_env(cmd, env.pythonpath.as_deref());
+    cmd.envs(std::env::vars_os().filter(|(k, _)| k.to_string_lossy().starts_with("RAY_")));
+    // Ray asks before it sends usage statistics; a batch tool must not wait for an answer.
+    cmd.env("RAY_USAGE_STATS_ENABLED", "0");
+}
+
+fn keep_tail(stderr: tokio::process::ChildStderr) -> Arc<Mutex<VecDeque<String>>> {
+    let tail = Arc::new(Mutex::new(VecDeque::new()));
+    let kept = tail.clone();
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::trace!(target: "reprolab::ray", "{line}");
+            let mut t = kept.lock().unwrap();
+            t.push_back(line);
+            if t.len() > 40 {
+                t.pop_front();
+            }
+        }
+    });
+    tail
+}
+
+fn tail_text(tail: &Mutex<VecDeque<String>>) -> String {
+    tail.lock()
+        .unwrap()
+        .iter()
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_local_head_gets_cpus_and_a_temp_dir_an_address_does_not() {
+        let scratch = Scratch::new("ray-test").unwrap();
+        let local = driver_args(
+            &RayOptions {
+                address: None,
+                slots: Some(3),
+            },
+            &scratch,
+        );
+        let text: Vec<String> = local
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            text.windows(2).any(|w| w == ["--num-cpus", "3"]),
+            "{text:?}"
+        );
+        assert!(text.iter().any(|a| a == "--temp-dir"));
+        let remote = driver_args(
+            &RayOptions {
+                address: Some("10.0.0.1:6379".into()),
+                slots: None,
+            },
+            &scratch,
+        );
+        let text: Vec<String> = remote
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(text.windows(2).any(|w| w == ["--address", "10.0.0.1:6379"]));
+        assert!(!text.iter().any(|a| a == "--num-cpus" || a == "--temp-dir"));
+    }
+}

@@ -1,0 +1,346 @@
+"""One evaluation slot on a Ray node (`--backend ray`): a Ray actor that keeps a warm
+`python -m reprolab.worker` beside it and runs evaluations through it, under the limits the local
+pool enforces from Rust (wall clock, memory of the evaluation's process tree, output size).
+
+Why an actor around a worker process rather than a plain Ray task: the worker imported torch once
+and forks a child per evaluation (the warm start that makes small trainings cheap), and forking
+must happen in a process without Ray's gRPC threads. The worker is the same module, started the
+same way (sandboxed to the slot's scratch directory, scrubbed environment) as on the local
+backend, so an evaluation sees the same world wherever it runs.
+
+What comes back is what Rust needs to decide the outcome with the code it uses locally
+(`result::interpret`): how the child ended, which limit it broke, its peak memory, and the
+contents of `result.json`, `epochs.jsonl` and the end of `output.log`.
+
+Subjects travel through Ray's object store as a tar archive keyed by a content hash and are
+unpacked once per node; nothing assumes a shared file system.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+
+# How much of the end of output.log travels back (Rust keeps the last 8 KiB of it).
+OUTPUT_TAIL_BYTES = 16 * 1024
+# How long the worker may take to import torch, to fork, and to report a killed child.
+STARTUP_S = 300.0
+FORK_S = 60.0
+STUCK_S = 10.0
+POLL_S = 0.2
+# A worker's own memory is measured again after this many evaluations (it drifts by a few MB).
+BASELINE_EVERY = 16
+
+_CREDENTIAL_URL = re.compile(r"://[^/?#@]*:[^/?#@]*@")
+
+
+def scrubbed_env(passed, fixed, pythonpath):
+    """The environment of the worker: the names Rust passes (its allow list, without
+    credentials), `LC_*`, the fixed settings, and PYTHONPATH for the reprolab package."""
+    env = {k: v for k, v in os.environ.items()
+           if (k in passed or k.startswith("LC_")) and not _CREDENTIAL_URL.search(v)}
+    env.update(fixed)
+    env["PYTHONPATH"] = pythonpath
+    return env
+
+
+def network_namespace_works():
+    """Whether `unshare -rn` can give the worker a network namespace with no interface up."""
+    try:
+        return subprocess.run(["unshare", "-rn", "true"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+# --- the process tree's memory, as proctree.rs measures it -----------------------------------
+def _children_map():
+    kids = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # the command name may hold spaces and parentheses: fields follow the last ')'
+        fields = stat[stat.rfind(")") + 2:].split()
+        kids.setdefault(int(fields[1]), []).append(int(name))
+    return kids
+
+
+def _pss_kb(pid):
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def tree_pss_kb(root):
+    """PSS in kB of `root` and every process below it."""
+    kids = _children_map()
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += _pss_kb(pid)
+        stack.extend(kids.get(pid, ()))
+    return total
+
+
+def _tail(path, limit):
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+class WorkerGone(Exception):
+    """The worker process died or stopped answering (not the evaluated code's fault)."""
+
+
+class Worker:
+    """A `python -m reprolab.worker` child speaking the JSON-lines protocol."""
+
+    def __init__(self, scratch, env, netns):
+        argv = [sys.executable, "-m", "reprolab.worker", "--write", scratch]
+        if netns:
+            argv = ["unshare", "-rn", "--"] + argv + ["--netns"]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env, cwd=scratch,
+                                     start_new_session=True, text=True, bufsize=1)
+        self.events = queue.Queue()
+        self.stderr = []
+        threading.Thread(target=self._read_events, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+        ready = self.next_event(STARTUP_S)
+        if ready is None or ready.get("ev") != "ready":
+            self.kill()
+            raise WorkerGone(f"the worker did not start: {ready}\n{self.stderr_text()}")
+        self.ready = ready
+        self.host_pid = ready.get("host_pid") or self.proc.pid
+        self.baseline_kb, self.baseline_age = 0, BASELINE_EVERY
+
+    def _read_events(self):
+        for line in self.proc.stdout:
+            try:
+                self.events.put(json.loads(line))
+            except ValueError:
+                pass
+        self.events.put(None)
+
+    def _read_stderr(self):
+        for line in self.proc.stderr:
+            self.stderr.append(line.rstrip("\n"))
+            del self.stderr[:-30]
+
+    def stderr_text(self):
+        return "\n".join(self.stderr)
+
+    def next_event(self, timeout):
+        try:
+            return self.events.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def send(self, msg):
+        try:
+            self.proc.stdin.write(json.dumps(msg) + "\n")
+            self.proc.stdin.flush()
+        except (OSError, ValueError) as e:
+            raise WorkerGone(f"the worker stopped reading requests: {e}") from e
+
+    def baseline(self):
+        """The idle worker's own PSS, the part of the tree that is not the evaluation's."""
+        if self.baseline_age >= BASELINE_EVERY:
+            self.baseline_kb, self.baseline_age = tree_pss_kb(self.host_pid), 0
+        self.baseline_age += 1
+        return self.baseline_kb
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def kill(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+class Slot:
+    """A Ray actor: one evaluation at a time through a warm worker. `env_spec` is what the Rust
+    side decides about the sandbox: {"pass": [names], "fixed": {name: value}}."""
+
+    def __init__(self, env_spec):
+        import reprolab
+
+        self.root = tempfile.mkdtemp(prefix="reprolab-ray-slot-")
+        self.subjects = os.path.join(tempfile.gettempdir(), "reprolab-ray-subjects")
+        os.makedirs(self.subjects, exist_ok=True)
+        package_parent = os.path.dirname(os.path.dirname(os.path.abspath(reprolab.__file__)))
+        self.env = scrubbed_env(set(env_spec.get("pass") or ()), env_spec.get("fixed") or {},
+                                package_parent)
+        self.netns = network_namespace_works()
+        import ray
+
+        # The node's id, not its IP: several nodes may share a machine (and an address).
+        self.node = ray.get_runtime_context().get_node_id()[:12]
+        self.worker = None
+        self._worker()
+
+    def _worker(self):
+        if self.worker is None or not self.worker.alive():
+            self.worker = Worker(self.root, self.env, self.netns)
+        return self.worker
+
+    def info(self):
+        import platform
+        from importlib import metadata
+
+        w = self._worker()
+        return {"node": self.node, "pid": os.getpid(),
+                "torch": metadata.version("torch"), "python": platform.python_version(),
+                "import_s": w.ready.get("import_s"), "sandbox": w.ready.get("sandbox")}
+
+    def run(self, req, subject):
+        """Run one eval request; `subject` is `[hash, [object ref of its tar archive]]` (the ref
+        nested so that Ray does not fetch it when the node already has the subject)."""
+        try:
+            subject_dir = self._materialise(subject[0], subject[1][0])
+        except Exception as e:  # noqa: BLE001 - the machinery's failure, reported as such
+            return {"infra": f"cannot unpack the subject on this node: {type(e).__name__}: {e}"}
+        last = None
+        for _ in range(2):  # a worker that died is replaced and the evaluation tried once more
+            try:
+                return self._eval(req, subject_dir)
+            except WorkerGone as e:
+                last = str(e)
+                if self.worker is not None:
+                    self.worker.kill()
+                self.worker = None
+        return {"died": last}
+
+    def _materialise(self, digest, ref):
+        dest = os.path.join(self.subjects, digest)
+        if os.path.isdir(dest):
+            return dest
+        import ray
+
+        data = ray.get(ref)
+        staging = tempfile.mkdtemp(prefix=".unpack-", dir=self.subjects)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(staging, filter="data")
+        try:
+            os.rename(staging, dest)
+        except OSError:  # another slot on this node unpacked it first
+            shutil.rmtree(staging, ignore_errors=True)
+        return dest
+
+    def _eval(self, req, subject_dir):
+        w = self._worker()
+        limits = req["limits"]
+        workdir = tempfile.mkdtemp(prefix="e", dir=self.root)
+        try:
+            baseline = w.baseline()
+            msg = {"op": "eval", "id": req["id"], "subject_dir": subject_dir,
+                   "entry": req["entry"], "config": req["config"], "seed": req["seed"],
+                   "mode": req["mode"], "framework": req["framework"], "workdir": workdir,
+                   "memory_mb": limits["memory_mb"], "timeout_s": limits["timeout_s"]}
+            w.send(msg)
+            child = self._started(w, req["id"])
+            ended, violation, peak_kb, elapsed = self._supervise(w, req["id"], child, baseline,
+                                                                 limits, workdir)
+            return {"exit_code": ended.get("exit_code"), "signal": ended.get("signal"),
+                    "violation": violation, "peak_mb": peak_kb // 1024,
+                    "elapsed_s": elapsed, "node": self.node,
+                    "result": _read(os.path.join(workdir, "result.json")),
+                    "epochs": _read(os.path.join(workdir, "epochs.jsonl")),
+                    "output": _tail(os.path.join(workdir, "output.log"), OUTPUT_TAIL_BYTES)}
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    @staticmethod
+    def _started(w, rid):
+        deadline = time.monotonic() + FORK_S
+        while True:
+            ev = w.next_event(max(0.0, deadline - time.monotonic()))
+            if ev is None:
+                raise WorkerGone("the worker did not start the evaluation: "
+                                 + (w.stderr_text() or "no output"))
+            if ev.get("ev") == "started" and ev.get("id") == rid:
+                return ev["pid"]
+            if ev.get("ev") == "error" and ev.get("id") == rid:
+                raise WorkerGone(f"the worker refused the request: {ev.get('message')}")
+
+    @staticmethod
+    def _supervise(w, rid, child, baseline_kb, limits, workdir):
+        """Wait for the child's end, killing its group when it breaks a limit; the first broken
+        limit is the verdict (as supervise.rs decides it locally)."""
+        start = time.monotonic()
+        output = os.path.join(workdir, "output.log")
+        memory_kb = (limits.get("memory_mb") or 0) * 1024
+        output_bytes = (limits.get("output_mb") or 0) * 2**20
+        violation, peak_kb, killed_at = None, 0, None
+        while True:
+            ev = w.next_event(POLL_S)
+            if ev is not None and ev.get("ev") == "done" and ev.get("id") == rid:
+                return ev, violation, peak_kb, time.monotonic() - start
+            if ev is None and not w.alive():
+                if violation is not None:
+                    return {}, violation, peak_kb, time.monotonic() - start
+                raise WorkerGone("the worker died during the evaluation: " + w.stderr_text())
+            if killed_at is not None:
+                if time.monotonic() - killed_at > STUCK_S:
+                    w.kill()  # it did not report the killed child: replace it
+                    return {}, violation, peak_kb, time.monotonic() - start
+                continue
+            used_kb = max(0, tree_pss_kb(w.host_pid) - baseline_kb)
+            peak_kb = max(peak_kb, used_kb)
+            elapsed = time.monotonic() - start
+            if elapsed > limits["timeout_s"]:
+                violation = "timeout"
+            elif memory_kb and used_kb > memory_kb:
+                violation = "memory"
+            elif output_bytes and os.path.exists(output) and os.path.getsize(output) > output_bytes:
+                violation = "output"
+            if violation is not None:
+                try:
+                    os.killpg(child, signal.SIGKILL)
+                except OSError:
+                    pass
+                killed_at = time.monotonic()
+
+    def close(self):
+        if self.worker is not None:
+            self.worker.kill()
+        shutil.rmtree(self.root, ignore_errors=True)
