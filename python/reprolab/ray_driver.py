@@ -109,6 +109,22 @@ class Subjects:
 
 
 # --- the cluster ------------------------------------------------------------------------------
+def _reachable(address, timeout_s=10.0):
+    """None when a HOST:PORT address accepts TCP connections (or is not of that form: `auto`,
+    `ray://...`), else why not. Ray itself retries an unreachable head for many minutes."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit():
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+        return None
+    except OSError as e:
+        return (f"cannot reach the Ray head at {address}: {e.strerror or e} (is `ray start "
+                "--head` running there, and is the port the GCS port it printed?)")
+
+
 def _connect(args):
     import ray
 
@@ -225,6 +241,10 @@ def main():
     args = parser.parse_args()
     _setup_channels()
     t0 = time.perf_counter()
+    unreachable = args.address and _reachable(args.address)
+    if unreachable:
+        _emit({"ev": "error", "fatal": True, "message": unreachable})
+        return 1
     try:
         ray = _connect(args)
     except Exception as e:  # noqa: BLE001

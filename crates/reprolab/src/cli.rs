@@ -613,6 +613,11 @@ pub struct EnvArgs {
     /// Print only the interpreter's path (after provisioning), for scripts.
     #[arg(long)]
     pub python_path: bool,
+    /// Install Ray into the managed environment (what --backend ray does on first use) and
+    /// print the path of its `ray` command, to start cluster nodes with the same packages:
+    /// `$(reprolab env --ray) start --head`.
+    #[arg(long, conflicts_with = "python_path")]
+    pub ray: bool,
 }
 
 #[derive(Debug, Args)]

@@ -71,19 +71,7 @@ pub async fn evaluator(g: &Global) -> Result<Evaluator> {
 /// Install Ray on first use and start the driver (joining --ray-address, else a local head),
 /// with a spinner meanwhile; failures are infrastructure errors (exit 3).
 pub async fn ray_executor(g: &Global, env: &PythonEnv) -> Result<RayExecutor> {
-    let installing = env.clone();
-    let json = g.json;
-    tokio::task::spawn_blocking(move || {
-        let sp = progress::spinner("ray", json);
-        let result = reprolab_exec::env::ensure_ray(&installing, &|line: &str| {
-            sp.set_message(line.to_string())
-        });
-        sp.finish_and_clear();
-        result
-    })
-    .await
-    .context(Infrastructure("installing Ray"))?
-    .context(Infrastructure("installing Ray"))?;
+    ensure_ray(g, env).await?;
     let opts = RayOptions {
         address: g.ray_address.clone(),
         slots: g.workers,
@@ -105,6 +93,23 @@ pub async fn ray_executor(g: &Global, env: &PythonEnv) -> Result<RayExecutor> {
         c.start_s
     );
     Ok(ray)
+}
+
+/// Make Ray importable in the environment (installed on first use), with a spinner meanwhile.
+pub async fn ensure_ray(g: &Global, env: &PythonEnv) -> Result<()> {
+    let installing = env.clone();
+    let json = g.json;
+    tokio::task::spawn_blocking(move || {
+        let sp = progress::spinner("ray", json);
+        let result = reprolab_exec::env::ensure_ray(&installing, &|line: &str| {
+            sp.set_message(line.to_string())
+        });
+        sp.finish_and_clear();
+        result
+    })
+    .await
+    .context(Infrastructure("installing Ray"))?
+    .context(Infrastructure("installing Ray"))
 }
 
 pub fn load_subject(path: &Path) -> Result<Subject> {

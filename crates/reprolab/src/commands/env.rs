@@ -14,6 +14,11 @@ pub async fn run(g: &Global, a: &EnvArgs) -> Result<ExitCode> {
         println!("{}", env.python.display());
         return Ok(ExitCode::SUCCESS);
     }
+    if a.ray {
+        context::ensure_ray(g, &env).await?;
+        println!("{}", env.python.with_file_name("ray").display());
+        return Ok(ExitCode::SUCCESS);
+    }
     let status = reprolab_exec::env::status(&context::env_options(g));
     let isolation = reprolab_exec::sandbox::isolation();
     let workers = g.workers.unwrap_or_else(reprolab_exec::default_workers);

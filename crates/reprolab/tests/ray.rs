@@ -1,0 +1,506 @@
+//! `--backend ray` against a real Ray cluster on loopback: a head and a second worker node on
+//! this machine (`ray start --block`, from the managed environment's Ray), and a local head the
+//! command starts itself. Results, cache keys and outcomes must be those of the local backend;
+//! a killed slot is retried; a killed reprolab resumes without retraining.
+//!
+//! Skipped, with the reason printed, when Ray cannot be installed (no network on first use).
+//! The tests share one cluster and take turns (a 2-core machine has one CPU per node).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+/// A secret in the cluster's own environment, which subject code must not see.
+const CLUSTER_SECRET: (&str, &str) = ("MY_API_KEY", "sk-cluster-secret");
+
+struct Cluster {
+    address: String,
+    _dir: tempfile::TempDir,
+}
+
+static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
+static TURN: Mutex<()> = Mutex::new(());
+
+/// The shared cluster, or why there is none (then the test prints it and passes).
+fn cluster() -> Option<(&'static Cluster, MutexGuard<'static, ()>)> {
+    let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    match CLUSTER.get_or_init(start_cluster) {
+        Ok(c) => Some((c, turn)),
+        Err(why) => {
+            eprintln!("SKIPPED: {why}");
+            None
+        }
+    }
+}
+
+/// The managed environment's `ray` command (installing Ray on first use), or why not.
+fn ray_command() -> Result<PathBuf, String> {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = reprolab(tmp.path())
+        .args(["env", "--ray"])
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "ray cannot be installed here: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_cluster() -> Result<Cluster, String> {
+    let ray = ray_command()?;
+    let dir = tempfile::Builder::new()
+        .prefix("rt")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let address = format!("127.0.0.1:{}", free_port());
+    let common = |cmd: &mut Command| {
+        cmd.env("RAY_AUTH_MODE", "disabled")
+            .env("RAY_USAGE_STATS_ENABLED", "0")
+            .env(CLUSTER_SECRET.0, CLUSTER_SECRET.1)
+            .env_remove("RAY_ADDRESS")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+    };
+    let mut head = Command::new(&ray);
+    head.args(["start", "--head", "--block", "--node-ip-address=127.0.0.1"])
+        .arg(format!("--port={}", address.rsplit(':').next().unwrap()))
+        .args([
+            "--num-cpus=1",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        ])
+        .arg(format!("--temp-dir={}", dir.path().display()));
+    common(&mut head);
+    spawn_for_the_test_run(head, "Ray runtime started")?;
+    let mut node = Command::new(&ray);
+    node.args([
+        "start",
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        "--num-cpus=1",
+    ])
+    .arg(format!("--address={address}"));
+    common(&mut node);
+    spawn_for_the_test_run(node, "Ray runtime started")?;
+    Ok(Cluster { address, _dir: dir })
+}
+
+/// Start `cmd` from a thread that lives as long as the test process, with a parent-death
+/// signal: the cluster stops when the tests end, however they end. Waits for `ready` in its
+/// output.
+fn spawn_for_the_test_run(mut cmd: Command, ready: &'static str) -> Result<(), String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // SAFETY: prctl is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+                Ok(())
+            });
+        }
+        let child: std::io::Result<Child> = cmd.spawn();
+        match child {
+            Err(e) => {
+                let _ = tx.send(Err(e.to_string()));
+            }
+            Ok(mut child) => {
+                let out = BufReader::new(child.stdout.take().unwrap());
+                let mut seen = Vec::new();
+                let mut sent = false;
+                for line in out.lines().map_while(Result::ok) {
+                    if !sent && line.contains(ready) {
+                        let _ = tx.send(Ok(()));
+                        sent = true;
+                    }
+                    seen.push(line);
+                }
+                if !sent {
+                    let _ = tx.send(Err(format!("ray start exited: {}", seen.join("\n"))));
+                }
+                let _ = child.wait();
+                loop {
+                    std::thread::park(); // keep the parent-death signal's parent alive
+                }
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(180))
+        .map_err(|_| "ray start did not report readiness within 180 s".to_string())?
+}
+
+/// reprolab with Ray's settings for the test cluster.
+fn on_ray(dir: &Path, cluster: &Cluster) -> Command {
+    let mut cmd = reprolab(dir);
+    cmd.args(["--backend", "ray", "--ray-address", &cluster.address])
+        .env("RAY_AUTH_MODE", "disabled");
+    cmd
+}
+
+fn store_keys(store: &Path) -> BTreeMap<String, String> {
+    let db = rusqlite::Connection::open(store).unwrap();
+    let mut stmt = db
+        .prepare("SELECT key, outcome FROM evaluations ORDER BY key")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn without_durations(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !k.contains("duration") && !k.ends_with("_s"))
+                .map(|(k, x)| (k.clone(), without_durations(x)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_durations).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Runs of an eval that were trained, not answered from the store.
+fn trained(v: &Value) -> u64 {
+    v["runs"].as_array().unwrap().len() as u64 - v["cached"].as_u64().unwrap()
+}
+
+fn outcomes(v: &Value) -> Vec<Value> {
+    v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"].clone())
+        .collect()
+}
+
+#[test]
+fn eval_on_a_two_node_cluster_matches_the_local_backend_and_its_cache_keys() {
+    let Some((cluster, _turn)) = cluster() else {
+        return;
+    };
+    let local_dir = tempfile::tempdir().unwrap();
+    let ray_dir = tempfile::tempdir().unwrap();
+    let args = ["eval", "--json", "--runs", "4", "-v"];
+    let local = run(reprolab(local_dir.path())
+        .args(args)
+        .arg(subject("digits-mlp")));
+    let on_cluster = run(on_ray(ray_dir.path(), cluster)
+        .args(args)
+        .arg(subject("digits-mlp")));
+    assert!(on_cluster.status.success());
+    let stderr = String::from_utf8_lossy(&on_cluster.stderr);
+    assert!(
+        stderr.contains("2 slots") && stderr.contains("(2 node(s))"),
+        "{stderr}"
+    );
+    let (l, r) = (json(&local), json(&on_cluster));
+    assert_eq!(trained(&r), 4);
+    assert_eq!(
+        outcomes(&l),
+        outcomes(&r),
+        "digits-mlp is deterministic per seed"
+    );
+    let (lk, rk) = (
+        store_keys(&local_dir.path().join("store.db")),
+        store_keys(&ray_dir.path().join("store.db")),
+    );
+    assert_eq!(lk.len(), 4);
+    assert_eq!(lk, rk, "same cache keys, same stored outcomes");
+
+    // Run again on the local backend against the Ray store: everything is cached.
+    let again = json(&run(reprolab(ray_dir.path())
+        .args(["eval", "--json", "--runs", "4"])
+        .arg(subject("digits-mlp"))));
+    assert_eq!(again["cached"], 4);
+}
+
+#[test]
+fn every_outcome_kind_is_recorded_on_ray_as_locally() {
+    let Some((cluster, _turn)) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config_file(tmp.path(), "c.json", json!({"behavior": "by_seed"}));
+    let args = |cmd: &mut Command| {
+        cmd.args(["eval", "--json", "--runs", "11", "--no-cache", "--config"])
+            .arg(&cfg)
+            .arg(fixture("outcomes"));
+    };
+    let mut local = reprolab(tmp.path());
+    args(&mut local);
+    let mut remote = on_ray(tmp.path(), cluster);
+    args(&mut remote);
+    let (l, r) = (json(&run(&mut local)), json(&run(&mut remote)));
+    let kinds = |v: &Value| -> Vec<String> {
+        outcomes(v)
+            .iter()
+            .map(|o| o["status"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        kinds(&r),
+        [
+            "ok",
+            "exception",
+            "timeout",
+            "oom",
+            "nan",
+            "output_limit",
+            "crash",
+            "crash",
+            "exception",
+            if reprolab_exec::sandbox::isolation().network {
+                "exception"
+            } else {
+                "ok"
+            },
+            "ok",
+        ]
+    );
+    assert_eq!(kinds(&l), kinds(&r));
+    let r = outcomes(&r);
+    assert_eq!(r[1]["message"], "the subject failed on purpose");
+    assert_eq!(
+        r[10]["search"], 0.0,
+        "the cluster's {} never reaches subject code",
+        CLUSTER_SECRET.0
+    );
+}
+
+#[test]
+fn repair_searches_the_same_trials_on_ray_as_locally() {
+    let Some((cluster, _turn)) = cluster() else {
+        return;
+    };
+    let d7 = repo().join("benchmarks/faults/real/D7");
+    let args = [
+        "repair", "--json", "--engine", "random", "--trials", "5", "--runs", "3",
+    ];
+    let local_dir = tempfile::tempdir().unwrap();
+    let ray_dir = tempfile::tempdir().unwrap();
+    let local = json(&run(reprolab(local_dir.path()).args(args).arg(&d7)));
+    let remote = json(&run(on_ray(ray_dir.path(), cluster).args(args).arg(&d7)));
+    // The same trials, values and validation; only durations differ.
+    for part in ["search", "validation"] {
+        assert_eq!(
+            without_durations(&local["run"][part]),
+            without_durations(&remote["run"][part]),
+            "{part}"
+        );
+    }
+}
+
+#[test]
+fn bench_repair_runs_on_ray_and_writes_its_report() {
+    let Some((cluster, _turn)) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("bench");
+    let out = run(on_ray(tmp.path(), cluster)
+        .args([
+            "bench",
+            "repair",
+            "--engines",
+            "random",
+            "--budgets",
+            "2x",
+            "--repeats",
+            "1",
+            "--runs",
+            "3",
+            "--only",
+            "D7",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .arg(repo().join("benchmarks/faults/real")));
+    assert!(out.status.success());
+    let results = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    assert_eq!(results.lines().count(), 1);
+    assert!(out_dir.join("report.md").exists());
+}
+
+fn pids_where(keep: impl Fn(i32) -> bool) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| keep(pid))
+        .collect()
+}
+
+/// Processes whose command line starts with `prefix` (Ray names its actors' processes
+/// `ray::Class.method` while they run a method).
+fn processes_named(prefix: &str) -> Vec<i32> {
+    pids_where(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).starts_with(prefix))
+    })
+}
+
+fn raylets() -> usize {
+    pids_where(|pid| {
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "raylet")
+    })
+    .len()
+}
+
+#[test]
+fn a_slot_killed_mid_training_is_restarted_and_its_evaluation_retried() {
+    let Some((cluster, _turn)) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config_file(tmp.path(), "slow.json", json!({"behavior": "slow"}));
+    let child = on_ray(tmp.path(), cluster)
+        .args(["eval", "--json", "--runs", "2", "--config"])
+        .arg(&cfg)
+        .arg(fixture("outcomes"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let victim = loop {
+        assert!(Instant::now() < deadline, "no slot started an evaluation");
+        if let Some(&pid) = processes_named("ray::Slot.run").first() {
+            break pid;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_millis(500)); // mid-training
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(victim, libc::SIGKILL) };
+    let out = child.wait_with_output().unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    let v = json(&out);
+    assert_eq!(
+        v["failed"], 0,
+        "the killed slot's evaluation ran again on its restarted slot: {v}"
+    );
+    assert_eq!(trained(&v), 2);
+}
+
+#[test]
+fn a_killed_reprolab_resumes_on_ray_without_retraining() {
+    let Some((cluster, _turn)) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store.db");
+    let cfg = config_file(tmp.path(), "slow.json", json!({"behavior": "slow"}));
+    let args = |cmd: &mut Command| {
+        cmd.args(["eval", "--json", "--runs", "6", "--config"])
+            .arg(&cfg)
+            .arg(fixture("outcomes"));
+    };
+    let mut cmd = on_ray(tmp.path(), cluster);
+    args(&mut cmd);
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let finished_before_kill = loop {
+        assert!(Instant::now() < deadline, "no evaluation finished in time");
+        std::thread::sleep(Duration::from_millis(100));
+        let n = reprolab_store::Store::open(&store)
+            .and_then(|s| s.count_evaluations())
+            .unwrap_or(0);
+        if n >= 2 {
+            break n;
+        }
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let kept = reprolab_store::Store::open(&store)
+        .unwrap()
+        .count_evaluations()
+        .unwrap();
+    assert!(kept >= finished_before_kill && kept < 6, "{kept}");
+
+    let mut cmd = on_ray(tmp.path(), cluster);
+    args(&mut cmd);
+    let v = json(&run(&mut cmd));
+    assert_eq!(v["cached"].as_u64().unwrap(), kept);
+    assert_eq!(trained(&v), 6 - kept);
+    assert_eq!(v["failed"], 0);
+}
+
+#[test]
+fn without_an_address_a_local_head_lives_as_long_as_the_command() {
+    let Some((_cluster, _turn)) = cluster() else {
+        return;
+    };
+    let before = raylets();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(reprolab(tmp.path())
+        .args([
+            "--backend",
+            "ray",
+            "eval",
+            "--json",
+            "--runs",
+            "2",
+            "-j",
+            "1",
+        ])
+        .env_remove("RAY_ADDRESS")
+        .arg(subject("digits-mlp")));
+    assert!(out.status.success());
+    assert_eq!(trained(&json(&out)), 2);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while raylets() > before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(raylets(), before, "the command's own head was stopped");
+}
+
+#[test]
+fn an_unreachable_cluster_is_an_infrastructure_error_that_names_it() {
+    let Some((_cluster, _turn)) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let address = format!("127.0.0.1:{}", free_port());
+    let out = run(reprolab(tmp.path())
+        .args([
+            "--backend",
+            "ray",
+            "--ray-address",
+            &address,
+            "eval",
+            "--runs",
+            "1",
+        ])
+        .arg(subject("digits-mlp")));
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&address) && stderr.contains("cannot reach"),
+        "{stderr}"
+    );
+}
