@@ -1,0 +1,120 @@
+"""The Ray backend's Python side without a cluster: subjects packed by content, the worker's
+environment, the reachability check, and a slot's watchdog over a real warm worker."""
+import io
+import json
+import os
+import socket
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from reprolab import ray_driver, ray_slot
+
+PYTHON_DIR = Path(__file__).resolve().parents[1]
+OUTCOMES = PYTHON_DIR.parent / "crates/reprolab/tests/fixtures/outcomes"
+
+
+def test_a_subject_packs_to_the_same_hash_and_leaves_caches_out(tmp_path):
+    (tmp_path / "train.py").write_text("def train(c, s): pass\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "x.csv").write_text("1,2\n")
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "train.pyc").write_bytes(b"junk")
+    digest, data = ray_driver.pack_subject(str(tmp_path))
+    assert ray_driver.pack_subject(str(tmp_path))[0] == digest
+    names = tarfile.open(fileobj=io.BytesIO(data)).getnames()
+    assert sorted(names) == ["data/x.csv", "train.py"]
+    (tmp_path / "train.py").write_text("def train(c, s): return 1\n")
+    assert ray_driver.pack_subject(str(tmp_path))[0] != digest
+
+
+def test_a_subject_too_large_to_ship_is_refused_with_the_remedy(tmp_path, monkeypatch):
+    monkeypatch.setattr(ray_driver, "MAX_SUBJECT_BYTES", 10)
+    (tmp_path / "big.bin").write_bytes(b"x" * 100)
+    with pytest.raises(ValueError, match="absolute path"):
+        ray_driver.pack_subject(str(tmp_path))
+
+
+def test_the_worker_environment_keeps_only_the_allow_list(monkeypatch):
+    monkeypatch.setenv("HOME", "/home/u")
+    monkeypatch.setenv("LC_ALL", "C")
+    monkeypatch.setenv("MY_API_KEY", "sk-1")
+    monkeypatch.setenv("DB", "postgres://user:secret@host/db")
+    env = ray_slot.scrubbed_env({"HOME", "DB"}, {"OMP_NUM_THREADS": "1"}, "/pkg")
+    assert env["HOME"] == "/home/u" and env["LC_ALL"] == "C"
+    assert "MY_API_KEY" not in env and "DB" not in env
+    assert env["OMP_NUM_THREADS"] == "1" and env["PYTHONPATH"] == "/pkg"
+
+
+def test_an_address_nobody_listens_on_is_refused_at_once():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    why = ray_driver._reachable(f"127.0.0.1:{port}", timeout_s=2)
+    assert why and f"127.0.0.1:{port}" in why
+    assert ray_driver._reachable("auto") is None
+    assert ray_driver._reachable("ray://head:10001") is None
+
+
+@pytest.fixture(scope="module")
+def slot(tmp_path_factory):
+    """A slot's evaluation machinery around a real warm worker, without Ray."""
+    root = tmp_path_factory.mktemp("slot")
+    s = object.__new__(ray_slot.Slot)
+    s.root = str(root)
+    s.subjects = str(root / "subjects")
+    env = ray_slot.scrubbed_env({"PATH", "HOME"}, {"OMP_NUM_THREADS": "1",
+                                                   "KERAS_BACKEND": "torch"}, str(PYTHON_DIR))
+    s.env, s.netns, s.node, s.worker = env, False, "test", None
+    yield s
+    s.close()
+
+
+def _eval(slot, behavior, **limits):
+    req = {"id": behavior, "entry": "train.py:train", "config": {"behavior": behavior},
+           "seed": 0, "mode": "eval", "framework": "pytorch",
+           "limits": {"timeout_s": 60, "memory_mb": 2048, "output_mb": 16, **limits}}
+    return slot._eval(req, str(OUTCOMES))
+
+
+def test_a_slot_returns_what_interpret_needs(slot):
+    r = _eval(slot, "ok")
+    assert r["violation"] is None and r["exit_code"] == 0
+    assert json.loads(r["result"])["status"] == "ok"
+    assert '"epoch": 0' in r["epochs"]
+    assert r["node"] == "test"
+
+
+def test_a_slot_enforces_time_and_output_limits_and_keeps_its_worker(slot):
+    r = _eval(slot, "sleep", timeout_s=1)
+    assert r["violation"] == "timeout" and r["result"] is None
+    r = _eval(slot, "print", output_mb=1)
+    assert r["violation"] == "output"
+    assert len(r["output"]) <= ray_slot.OUTPUT_TAIL_BYTES
+    assert slot.worker.alive()
+    assert json.loads(_eval(slot, "ok")["result"])["status"] == "ok"
+
+
+def test_a_slot_bounds_memory(slot):
+    r = _eval(slot, "allocate", memory_mb=300)
+    # RLIMIT_DATA makes the allocation fail (an oom result) or the watchdog kills the tree first
+    assert r["violation"] == "memory" or json.loads(r["result"])["status"] == "oom", r
+
+
+def test_a_worker_killed_mid_evaluation_is_replaced_and_the_evaluation_retried(slot):
+    import signal
+    import threading
+
+    req = {"id": "k", "entry": "train.py:train", "config": {"behavior": "slow"},
+           "seed": 0, "mode": "eval", "framework": "pytorch",
+           "limits": {"timeout_s": 60, "memory_mb": 2048, "output_mb": 16}}
+    # the subject is already on this node (unpacked there before): no object store needed
+    subject = ["outcomes-test", [None]]
+    os.makedirs(slot.subjects, exist_ok=True)
+    os.symlink(OUTCOMES, os.path.join(slot.subjects, subject[0]))
+    first = slot._worker()
+    threading.Timer(1.0, lambda: os.killpg(first.proc.pid, signal.SIGKILL)).start()
+    r = slot.run(req, subject)
+    assert json.loads(r["result"])["status"] == "ok", r
+    assert slot.worker is not first and slot.worker.alive()
