@@ -12,7 +12,7 @@
 //!
 //! [`Evaluator`]: crate::Evaluator
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,7 +32,7 @@ use crate::result::{Exit, Finished, interpret};
 use crate::sandbox;
 use crate::scratch::Scratch;
 use crate::supervise::Violation;
-use crate::worker::{infra, killed_its_worker};
+use crate::worker::{infra, keep_tail, killed_its_worker, tail_text};
 
 /// How long the driver may take to join the cluster and start every slot (each imports torch).
 const STARTUP: Duration = Duration::from_secs(600);
@@ -121,7 +121,7 @@ impl RayExecutor {
         })?;
         let stdin = child.stdin.take().expect("piped");
         let mut events = BufReader::new(child.stdout.take().expect("piped")).lines();
-        let stderr_tail = keep_tail(child.stderr.take().expect("piped"));
+        let stderr_tail = keep_tail(child.stderr.take().expect("piped"), 40);
         let first = tokio::time::timeout(STARTUP, events.next_line()).await;
         let ready = match first {
             Err(_) => {
@@ -329,32 +329,6 @@ fn driver_env(cmd: &mut tokio::process::Command, env: &PythonEnv) {
     cmd.envs(std::env::vars_os().filter(|(k, _)| k.to_string_lossy().starts_with("RAY_")));
     // Ray asks before it sends usage statistics; a batch tool must not wait for an answer.
     cmd.env("RAY_USAGE_STATS_ENABLED", "0");
-}
-
-fn keep_tail(stderr: tokio::process::ChildStderr) -> Arc<Mutex<VecDeque<String>>> {
-    let tail = Arc::new(Mutex::new(VecDeque::new()));
-    let kept = tail.clone();
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            tracing::trace!(target: "reprolab::ray", "{line}");
-            let mut t = kept.lock().unwrap();
-            t.push_back(line);
-            if t.len() > 40 {
-                t.pop_front();
-            }
-        }
-    });
-    tail
-}
-
-fn tail_text(tail: &Mutex<VecDeque<String>>) -> String {
-    tail.lock()
-        .unwrap()
-        .iter()
-        .cloned()
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[cfg(test)]

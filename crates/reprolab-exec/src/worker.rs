@@ -154,19 +154,7 @@ impl Worker {
         })?;
         let stdin = child.stdin.take().unwrap();
         let events = BufReader::new(child.stdout.take().unwrap()).lines();
-        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-        let tail = stderr_tail.clone();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = stderr.next_line().await {
-                tracing::trace!(target: "reprolab::worker", "{line}");
-                let mut t = tail.lock().unwrap();
-                t.push_back(line);
-                if t.len() > 30 {
-                    t.pop_front();
-                }
-            }
-        });
+        let stderr_tail = keep_tail(child.stderr.take().unwrap(), 30);
         let mut w = Worker {
             host_pid: 0,
             sandbox: Value::Null,
@@ -200,13 +188,7 @@ impl Worker {
     }
 
     fn stderr_text(&self) -> String {
-        self.stderr_tail
-            .lock()
-            .unwrap()
-            .iter()
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        tail_text(&self.stderr_tail)
     }
 
     async fn next_event(&mut self) -> Option<Value> {
@@ -427,6 +409,37 @@ impl Worker {
             self.kill().await;
         }
     }
+}
+
+/// The last `lines` lines a process writes to stderr, kept as it runs (each also logged at trace
+/// level), for error messages about that process.
+pub(crate) fn keep_tail(
+    stderr: tokio::process::ChildStderr,
+    lines: usize,
+) -> Arc<Mutex<VecDeque<String>>> {
+    let tail = Arc::new(Mutex::new(VecDeque::new()));
+    let kept = tail.clone();
+    tokio::spawn(async move {
+        let mut stderr = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = stderr.next_line().await {
+            tracing::trace!(target: "reprolab::worker", "{line}");
+            let mut t = kept.lock().unwrap();
+            t.push_back(line);
+            if t.len() > lines {
+                t.pop_front();
+            }
+        }
+    });
+    tail
+}
+
+pub(crate) fn tail_text(tail: &Mutex<VecDeque<String>>) -> String {
+    tail.lock()
+        .unwrap()
+        .iter()
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The outcome of code whose worker died while running it, on every try: counted as a crash of

@@ -1,5 +1,6 @@
-//! Hand-written SVG plots: box plots of distributions per group (the study's Figure 3 style) and
-//! horizontal bar charts of one value per label (pass rates, counts).
+//! Hand-written SVG plots: box plots of distributions per group (the study's Figure 3 style),
+//! horizontal bar charts of one value per label (pass rates, counts), and line charts of series
+//! over a common x (learning curves, per-layer gradient norms) with ticks at round numbers.
 
 use std::fmt::Write as _;
 
@@ -243,6 +244,190 @@ pub fn bar_chart(
     s
 }
 
+/// Ticks at round numbers (1, 2 or 5 times a power of ten) covering `lo..=hi`, about `target` of
+/// them.
+pub fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
+    if !(lo.is_finite() && hi.is_finite()) || hi <= lo {
+        return vec![lo];
+    }
+    let raw = (hi - lo) / target.max(1) as f64;
+    let magnitude = 10f64.powf(raw.log10().floor());
+    // The round step nearest to the raw one (by ratio).
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .min_by(|a, b| (a / raw).ln().abs().total_cmp(&(b / raw).ln().abs()))
+        .unwrap_or(magnitude);
+    // Rounded to the step's precision, so that 3 × 0.2 is 0.6 and not 0.6000000000000001.
+    let precision = 10f64.powf(-(step.log10().floor()) + 1.0);
+    let first = (lo / step).ceil() as i64;
+    let last = (hi / step).floor() as i64;
+    (first..=last)
+        .map(|i| (i as f64 * step * precision).round() / precision)
+        .collect()
+}
+
+/// A tick label with as many decimals as the step between ticks needs.
+fn tick_label(v: f64, step: f64) -> String {
+    let decimals = (-step.log10().floor()).max(0.0) as usize;
+    let text = format!("{v:.decimals$}");
+    if text.starts_with('-') && text.trim_start_matches(['-', '0', '.']).is_empty() {
+        text[1..].to_string() // "-0.0" is 0
+    } else {
+        text
+    }
+}
+
+const PALETTE: [&str; 10] = [
+    "#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#eeca3b", "#9d755d",
+    "#ff9da6", "#bab0ac",
+];
+
+/// A line chart of `series` (name, points) over a shared x axis, with a legend; non-finite
+/// points (and non-positive ones on a log scale) break a line rather than bend it. `log_y` puts
+/// the y axis on a log scale with ticks at powers of ten, for quantities that span decades
+/// (gradient norms).
+pub fn line_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    log_y: bool,
+) -> String {
+    let (w, h) = (660.0, 320.0);
+    let (left, right, top, bottom) = (64.0, 150.0, 30.0, 46.0);
+    let usable = |(x, y): &(f64, f64)| x.is_finite() && y.is_finite() && (!log_y || *y > 0.0);
+    let points: Vec<(f64, f64)> = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().copied())
+        .filter(usable)
+        .collect();
+    let bounds = |f: &dyn Fn(&(f64, f64)) -> f64| {
+        points
+            .iter()
+            .map(f)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+                (a.min(v), b.max(v))
+            })
+    };
+    let widen = |(lo, hi): (f64, f64)| {
+        if !lo.is_finite() {
+            (0.0, 1.0)
+        } else if hi - lo < 1e-12 {
+            (lo - 0.5, hi + 0.5)
+        } else {
+            (lo, hi)
+        }
+    };
+    let (xlo, xhi) = widen(bounds(&|p| p.0));
+    let ty = |v: f64| if log_y { v.log10() } else { v };
+    let (ylo, yhi) = widen(bounds(&|p| ty(p.1)));
+    let (ylo, yhi) = if log_y {
+        (ylo.floor(), yhi.ceil().max(ylo.floor() + 1.0))
+    } else {
+        let ticks = nice_ticks(ylo, yhi, 5);
+        let step = ticks.get(1).map_or(1.0, |b| b - ticks[0]);
+        ((ylo / step).floor() * step, (yhi / step).ceil() * step)
+    };
+    let plot_w = w - left - right;
+    let px = |x: f64| left + plot_w * (x - xlo) / (xhi - xlo);
+    let py = |v: f64| top + (h - top - bottom) * (1.0 - (ty(v) - ylo) / (yhi - ylo));
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <text x=\"{}\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n",
+        left + plot_w / 2.0,
+        esc(title)
+    );
+    let axis_y = h - bottom;
+    let y_ticks: Vec<(f64, String)> = if log_y {
+        (ylo as i32..=yhi as i32)
+            .map(|e| (10f64.powi(e), format!("1e{e}")))
+            .collect()
+    } else {
+        let ticks = nice_ticks(ylo, yhi, 5);
+        let step = ticks.get(1).map_or(1.0, |b| b - ticks[0]);
+        ticks.iter().map(|&v| (v, tick_label(v, step))).collect()
+    };
+    for (v, label) in &y_ticks {
+        let y = py(*v);
+        let _ = writeln!(
+            s,
+            "<line x1=\"{left}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{label}</text>",
+            left + plot_w,
+            left - 6.0,
+            y + 4.0
+        );
+    }
+    let mut x_ticks = nice_ticks(xlo, xhi, 8);
+    // Epochs and steps are whole numbers: no tick between them.
+    if points.iter().all(|p| p.0.fract() == 0.0) {
+        x_ticks.retain(|v| v.fract() == 0.0);
+    }
+    let x_step = x_ticks.get(1).map_or(1.0, |b| b - x_ticks[0]).max(1e-9);
+    for &v in &x_ticks {
+        let x = px(v);
+        let _ = writeln!(
+            s,
+            "<line x1=\"{x:.1}\" y1=\"{axis_y}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#444\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            axis_y + 4.0,
+            axis_y + 16.0,
+            tick_label(v, x_step)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<line x1=\"{left}\" y1=\"{axis_y}\" x2=\"{:.1}\" y2=\"{axis_y}\" stroke=\"#444\"/><line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{axis_y}\" stroke=\"#444\"/>",
+        left + plot_w
+    );
+    let _ = writeln!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text><text transform=\"translate(14,{:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
+        left + plot_w / 2.0,
+        axis_y + 34.0,
+        esc(x_label),
+        top + (axis_y - top) / 2.0,
+        esc(y_label)
+    );
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        // Consecutive usable points form one line; an unusable point ends it.
+        for run in pts.split(|p| !usable(p)).filter(|r| !r.is_empty()) {
+            let coords: Vec<String> = run
+                .iter()
+                .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+                .collect();
+            let _ = writeln!(
+                s,
+                "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"1.8\"/>",
+                coords.join(" ")
+            );
+        }
+        let ly = top + 16.0 * i as f64;
+        let lx = left + plot_w + 12.0;
+        let label: String = name.chars().take(20).collect();
+        let _ = writeln!(
+            s,
+            "<line x1=\"{lx}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"3\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            ly + 6.0,
+            lx + 16.0,
+            ly + 6.0,
+            lx + 20.0,
+            ly + 10.0,
+            esc(&label)
+        );
+    }
+    if points.is_empty() {
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#888\">no data</text>",
+            left + plot_w / 2.0,
+            top + (axis_y - top) / 2.0
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
 /// A value as a short label: integers without decimals, others with two.
 fn number(v: f64) -> String {
     if (v - v.round()).abs() < 1e-9 {
@@ -255,6 +440,74 @@ fn number(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ticks_fall_on_round_numbers() {
+        assert_eq!(nice_ticks(0.0, 1.15, 5), vec![0.0, 0.2, 0.4, 0.6, 0.8, 1.0]);
+        let t = nice_ticks(-1.10, 1.15, 5);
+        assert_eq!(t, vec![-1.0, -0.5, 0.0, 0.5, 1.0]);
+        assert_eq!(
+            nice_ticks(1.0, 20.0, 8),
+            vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0, 18.0, 20.0]
+        );
+        assert_eq!(tick_label(-0.0, 0.5), "0.0");
+        assert_eq!(tick_label(0.6, 0.2), "0.6");
+        assert_eq!(
+            nice_ticks(0.002, 0.0149, 5),
+            vec![0.002, 0.004, 0.006, 0.008, 0.01, 0.012, 0.014]
+        );
+    }
+
+    #[test]
+    fn a_line_chart_draws_each_series_and_breaks_lines_at_missing_points() {
+        let series = vec![
+            (
+                "loss".to_string(),
+                vec![(1.0, 2.0), (2.0, 1.0), (3.0, f64::NAN), (4.0, 0.5)],
+            ),
+            (
+                "val_loss".to_string(),
+                vec![(1.0, 2.2), (2.0, 1.4), (3.0, 1.2), (4.0, 1.1)],
+            ),
+        ];
+        let svg = line_chart("Loss", "epoch", "loss", &series, false);
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let lines = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("polyline"))
+            .count();
+        assert_eq!(lines, 3, "loss is broken at its NaN, val_loss is whole");
+        let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
+        assert!(
+            texts.contains(&"val_loss") && texts.contains(&"0.5") && texts.contains(&"2.0"),
+            "{texts:?}"
+        );
+        assert!(
+            texts.contains(&"3") && !texts.contains(&"3.5"),
+            "whole epochs only: {texts:?}"
+        );
+        let log = line_chart(
+            "g",
+            "epoch",
+            "norm",
+            &[("a".into(), vec![(0.0, 1e-4), (1.0, 0.0), (2.0, 10.0)])],
+            true,
+        );
+        let doc = roxmltree::Document::parse(&log).unwrap();
+        let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
+        assert!(
+            texts.contains(&"1e-4") && texts.contains(&"1e1"),
+            "{texts:?}"
+        );
+        assert_eq!(
+            doc.descendants()
+                .filter(|n| n.has_tag_name("polyline"))
+                .count(),
+            2
+        );
+        let empty = line_chart("nothing", "x", "y", &[], false);
+        assert!(empty.contains("no data"));
+    }
 
     #[test]
     fn bar_chart_draws_one_bar_per_value_scaled_to_max() {

@@ -157,6 +157,20 @@ fn trace_records_per_epoch_and_per_layer_signals() {
     }
     assert!(epochs[0]["loss"].as_f64().is_some());
     assert_eq!(epochs[0]["nan"], false);
+
+    // Beside the JSON, a page of plots: learning curves and one line per layer.
+    let html = std::fs::read_to_string(out_file.with_extension("html")).unwrap();
+    assert!(text.contains("trace.html"), "{text}");
+    for caption in ["Loss per epoch", "Metrics per epoch", "Gradient norm per layer"] {
+        assert!(html.contains(caption), "{caption}");
+    }
+    let svg_start = html.find("Gradient norm per layer</text>").unwrap();
+    let svg_end = svg_start + html[svg_start..].find("</svg>").unwrap();
+    assert_eq!(
+        html[svg_start..svg_end].matches("<polyline").count(),
+        layers.len(),
+        "one gradient-norm line per layer"
+    );
 }
 
 #[test]

@@ -11,6 +11,7 @@ use super::run_seeds;
 use crate::cli::{Global, TraceArgs};
 use crate::context;
 use crate::table::render;
+use reprolab_report::{Figure, Report, Section, svg};
 
 fn cell(v: &Value) -> String {
     match v {
@@ -73,6 +74,101 @@ fn model_line(model: &Value) -> String {
     )
 }
 
+/// `(x, y)` of `key` in every epoch record that has it as a number (NaN where it is null).
+fn curve(epochs: &[Value], key: impl Fn(&Value) -> Option<&Value>) -> Vec<(f64, f64)> {
+    epochs
+        .iter()
+        .filter_map(|r| {
+            let x = r["epoch"].as_f64()?;
+            let v = key(r)?;
+            (v.is_number() || v.is_null()).then(|| (x, v.as_f64().unwrap_or(f64::NAN)))
+        })
+        .collect()
+}
+
+/// The trace as a page of plots: learning curves, then per-layer gradient norms (log scale),
+/// weight norms and dead ReLU fractions over the epochs.
+fn plots(subject: &str, seed: u64, summary: &str, epochs: &[Value]) -> Report {
+    let mut scalars: Vec<String> = Vec::new();
+    for rec in epochs {
+        for (k, v) in rec.as_object().into_iter().flatten() {
+            if v.is_number() && k != "epoch" && !scalars.contains(k) {
+                scalars.push(k.clone());
+            }
+        }
+    }
+    let series = |keys: &[&String]| -> Vec<(String, Vec<(f64, f64)>)> {
+        keys.iter()
+            .map(|k| ((*k).clone(), curve(epochs, |r| r.get(k.as_str()))))
+            .collect()
+    };
+    let (losses, metrics): (Vec<&String>, Vec<&String>) =
+        scalars.iter().partition(|k| k.contains("loss"));
+    let mut curves = Section {
+        heading: "Learning curves".into(),
+        paragraphs: vec![summary.to_string()],
+        ..Section::default()
+    };
+    for (name, title, keys) in [("loss", "Loss", &losses), ("metrics", "Metrics", &metrics)] {
+        if !keys.is_empty() {
+            curves.figures.push(Figure {
+                name: name.into(),
+                caption: format!("{title} per epoch"),
+                svg: svg::line_chart(title, "epoch", name, &series(keys), false),
+            });
+        }
+    }
+    let mut sections = vec![curves];
+    let layer_names: Vec<String> = epochs
+        .first()
+        .and_then(|r| r["layers"].as_array())
+        .into_iter()
+        .flatten()
+        .map(|l| {
+            let act = l["act"]
+                .as_str()
+                .map(|a| format!(" {a}"))
+                .unwrap_or_default();
+            format!("{} {}{act}", cell(&l["name"]), cell(&l["kind"]))
+        })
+        .collect();
+    if !layer_names.is_empty() {
+        let per_layer = |field: &str| -> Vec<(String, Vec<(f64, f64)>)> {
+            layer_names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.clone(), curve(epochs, |r| r["layers"].get(i)?.get(field))))
+                .collect()
+        };
+        let mut layers = Section {
+            heading: "Layers".into(),
+            ..Section::default()
+        };
+        for (field, title, log) in [
+            ("grad_norm", "Gradient norm per layer", true),
+            ("weight_norm", "Weight norm per layer", false),
+            ("dead_frac", "Dead ReLU fraction per layer", false),
+        ] {
+            let data = per_layer(field);
+            if data
+                .iter()
+                .any(|(_, p)| p.iter().any(|(_, y)| y.is_finite() && *y != 0.0))
+            {
+                layers.figures.push(Figure {
+                    name: field.into(),
+                    caption: title.into(),
+                    svg: svg::line_chart(title, "epoch", field, &data, log),
+                });
+            }
+        }
+        sections.push(layers);
+    }
+    Report {
+        title: format!("{subject} seed {seed}: training dynamics"),
+        sections,
+    }
+}
+
 pub async fn run(g: &Global, a: &TraceArgs) -> Result<ExitCode> {
     let subject = context::load_subject(&a.subject)?;
     let (config, config_path) = context::load_config(&subject, a.config.as_deref())?;
@@ -103,6 +199,22 @@ pub async fn run(g: &Global, a: &TraceArgs) -> Result<ExitCode> {
     }
     std::fs::write(&out_path, serde_json::to_string_pretty(&doc)?)
         .with_context(|| format!("writing {}", out_path.display()))?;
+    let summary = format!(
+        "{} with {}: {} in {:.2} s",
+        subject.name,
+        config_path.file_name().map_or_else(
+            || config_path.display().to_string(),
+            |f| f.to_string_lossy().into()
+        ),
+        e.outcome.summary(),
+        e.duration_s
+    );
+    let html_path = out_path.with_extension("html");
+    std::fs::write(
+        &html_path,
+        plots(&subject.name, a.seed, &summary, &e.epochs).to_html(),
+    )
+    .with_context(|| format!("writing {}", html_path.display()))?;
 
     if g.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -165,7 +277,11 @@ pub async fn run(g: &Global, a: &TraceArgs) -> Result<ExitCode> {
         if let reprolab_core::Outcome::Exception { traceback, .. } = &e.outcome {
             println!("\n{}", traceback.trim_end());
         }
-        println!("\ntrace saved to {}", out_path.display());
+        println!(
+            "\ntrace saved to {} (plots: {})",
+            out_path.display(),
+            html_path.display()
+        );
     }
     Ok(if e.outcome.is_ok() {
         ExitCode::SUCCESS
