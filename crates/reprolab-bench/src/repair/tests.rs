@@ -19,6 +19,7 @@ fn row(fault: &str, engine: &str, budget: &str, repeat: usize) -> Row {
         aj: Some(0.0),
         trials: 10,
         spent_s: 1.0,
+        budget_s: None,
         min_changed: None,
         min_ir: None,
         min_significant: None,
