@@ -89,11 +89,13 @@ fn guided_gets_the_localisation_it_is_given_and_llm_engines_need_a_model() {
     assert!(e.to_string().contains("needs a model"), "{e}");
 }
 
-/// A synthetic objective whose holdout split disagrees with its search split: `search` on the
+type HoldoutFn = Box<dyn Fn(&Config, u64) -> Option<f64>>;
+
+/// A synthetic objective whose holdout split disagrees with its search split: `inner` on the
 /// search split, `holdout` on the holdout split; durations as `Synth` (0.1 s per epoch).
 struct TwoSplits {
     inner: Synth,
-    holdout: Box<dyn Fn(&Config, u64) -> Option<f64>>,
+    holdout: HoldoutFn,
 }
 
 impl Objective for TwoSplits {
