@@ -141,6 +141,18 @@ impl Row {
     }
 }
 
+/// What the budgets meant when the rows were measured: rows written before `budget_s` existed
+/// were budgeted on the faulty program's training time alone.
+fn budget_meaning(rows: &[Row]) -> String {
+    if rows.iter().all(|r| r.budget_s.is_none()) {
+        return "multiples of the faulty program's mean training time, counted as summed training time".into();
+    }
+    format!(
+        "multiples of the larger of the faulty and the default (fixed) program's mean training time, so that m× buys at least m full trainings of the default program, counted as summed training time; a search passes its budget by less than one trial{}",
+        budget_seconds(rows)
+    )
+}
+
 /// `; mean budget per cell: 10x 13.2 s, 20x 26.4 s` over the rows that recorded one.
 fn budget_seconds(rows: &[Row]) -> String {
     let parts: Vec<String> = first_seen(rows, |r| r.budget.clone())
@@ -412,11 +424,11 @@ pub fn build_report(results: &Results, setup: &Setup) -> Report {
             Section {
                 heading: "Setup".into(),
                 paragraphs: vec![format!(
-                    "{} faults, engines {}, budgets {} (multiples of the larger of the faulty and the default (fixed) program's mean training time, so that m× buys at least m full trainings of the default program, counted as summed training time; a search may pass its budget by less than one trial{}), {} repeats, {} validation retrainings per config on the holdout split. Significant: Wilcoxon p < 0.05 and |d| >= 0.5, better than the faulty config; a repair counts as one only when the holdout confirms it.",
+                    "{} faults, engines {}, budgets {} ({}), {} repeats, {} validation retrainings per config on the holdout split. Significant: Wilcoxon p < 0.05 and |d| >= 0.5, better than the faulty config.",
                     faults,
                     setup.engines.join("/"),
                     setup.budgets.join("/"),
-                    budget_seconds(rows),
+                    budget_meaning(rows),
                     setup.repeats,
                     setup.runs
                 )],
