@@ -56,6 +56,10 @@ pub struct Row {
     pub aj: Option<f64>,
     pub trials: usize,
     pub spent_s: f64,
+    /// The time budget in seconds (the multiple times the larger of the faulty and the default
+    /// config's training time); `None` for a trial budget or in rows written before it existed.
+    #[serde(default)]
+    pub budget_s: Option<f64>,
     /// After `--minimize` (significant patches only).
     pub min_changed: Option<usize>,
     pub min_ir: Option<f64>,
@@ -80,6 +84,8 @@ pub struct RepairOutcome<'a> {
     pub faulty_mean: f64,
     pub trials: usize,
     pub spent_s: f64,
+    /// The time budget in seconds (`None` for a trial budget).
+    pub budget_s: Option<f64>,
     /// The minimised patch's changed hyperparameters and its validation.
     pub minimized: Option<(usize, &'a Validation)>,
 }
@@ -116,6 +122,7 @@ impl Row {
             },
             trials: out.trials,
             spent_s: out.spent_s,
+            budget_s: out.budget_s,
             min_changed: out.minimized.map(|(c, _)| c),
             min_ir: out.minimized.and_then(|(_, m)| m.ir),
             min_significant: out.minimized.map(|(_, m)| m.significant),
@@ -131,6 +138,38 @@ impl Row {
             budget: self.budget.clone(),
             repeat: self.repeat,
         }
+    }
+}
+
+/// What the budgets meant when the rows were measured: rows written before `budget_s` existed
+/// were budgeted on the faulty program's training time alone.
+fn budget_meaning(rows: &[Row]) -> String {
+    if rows.iter().all(|r| r.budget_s.is_none()) {
+        return "multiples of the faulty program's mean training time, counted as summed training time".into();
+    }
+    format!(
+        "multiples of the larger of the faulty and the default (fixed) program's mean training time, so that m× buys at least m full trainings of the default program, counted as summed training time; a search passes its budget by less than one trial{}",
+        budget_seconds(rows)
+    )
+}
+
+/// `; mean budget per cell: 10x 13.2 s, 20x 26.4 s` over the rows that recorded one.
+fn budget_seconds(rows: &[Row]) -> String {
+    let parts: Vec<String> = first_seen(rows, |r| r.budget.clone())
+        .into_iter()
+        .filter_map(|b| {
+            let secs: Vec<f64> = rows
+                .iter()
+                .filter(|r| r.budget == b)
+                .filter_map(|r| r.budget_s)
+                .collect();
+            mean(&secs).map(|m| format!("{b} {m:.1} s"))
+        })
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; mean budget per cell: {}", parts.join(", "))
     }
 }
 
@@ -385,10 +424,11 @@ pub fn build_report(results: &Results, setup: &Setup) -> Report {
             Section {
                 heading: "Setup".into(),
                 paragraphs: vec![format!(
-                    "{} faults, engines {}, budgets {} (multiples of the faulty program's mean training time, counted as summed training time), {} repeats, {} validation retrainings per config on the holdout split. Significant: Wilcoxon p < 0.05 and |d| >= 0.5, better than the faulty config.",
+                    "{} faults, engines {}, budgets {} ({}), {} repeats, {} validation retrainings per config on the holdout split. Significant: Wilcoxon p < 0.05 and |d| >= 0.5, better than the faulty config.",
                     faults,
                     setup.engines.join("/"),
                     setup.budgets.join("/"),
+                    budget_meaning(rows),
                     setup.repeats,
                     setup.runs
                 )],

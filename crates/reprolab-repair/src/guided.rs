@@ -1,8 +1,9 @@
 //! FL-guided repair: localise the fault (the subject's config and one traced training of it),
 //! try the changes localisation suggests, then spend the rest of half the budget with TPE on the
 //! suspected parameters only. The second half goes on searching them when that found an
-//! improvement, and is widened to the whole space only when it did not (or when nothing was
-//! suspected).
+//! improvement, and is widened to the whole space only when it did not. When nothing was
+//! suspected the whole budget goes to a TPE search of the whole space. A time budget's second
+//! half is what the first half left, so that together they pass it by less than one trial.
 //!
 //! Localisation is passed in ([`guided`]'s `localize`; the binary wires
 //! `reprolab_localize::localize`), so this crate does not depend on the localisation crate and
@@ -152,10 +153,33 @@ pub async fn guided<O: Objective>(
     } else {
         subject
     };
-    let wide = SearchSettings {
+    // A time budget: the second half gets what the first left (its overshoot included), so
+    // that the two together overshoot the whole budget by less than one trial, as one search.
+    let mut wide = SearchSettings {
         seed: settings.seed + 7919,
         ..phase
     };
+    if first.is_none() {
+        // Nothing suspected: the whole budget goes to the wide search.
+        wide.budget = settings.budget;
+    }
+    let mut whole_s = None;
+    if let (Budget::TimeMultiple(m), Some(f)) = (settings.budget, &first)
+        && let Some(half_s) = f.budget_s
+    {
+        let reference = half_s / (m / 2.0);
+        let left = m * reference - f.spent_s;
+        whole_s = Some(m * reference);
+        if left <= 0.0 {
+            return Ok(SearchResult {
+                engine: "guided".into(),
+                budget_s: whole_s,
+                ..f.clone()
+            });
+        }
+        wide.budget = Budget::TimeMultiple(left / reference);
+        wide.time_ref_s = Some(reference);
+    }
     let second = search(obj, second_subject, &mut tpe(wide.seed), &wide).await?;
     let Some(first) = first else {
         return Ok(SearchResult {
@@ -174,7 +198,7 @@ pub async fn guided<O: Objective>(
         goal: subject.metric.goal,
         best: pick_best(subject, &trials),
         spent_s: first.spent_s + second.spent_s,
-        budget_s: first.budget_s.zip(second.budget_s).map(|(a, b)| a + b),
+        budget_s: whole_s.or(first.budget_s.zip(second.budget_s).map(|(a, b)| a + b)),
         stop: second.stop,
         trials,
     })

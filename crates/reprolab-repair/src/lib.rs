@@ -40,8 +40,10 @@ use reprolab_search::SearchError;
 pub use guided::guided;
 pub use metrics::{asymmetric_jaccard, changed_types, complexity, gt_types, ir, patch_diff};
 pub use minimize::{DdTest, Minimized, minimize};
-pub use rules::{Attempt, Fix, RulesResult, Skip, fixes, rules};
-pub use run::{Engine, LlmRun, MinimizedRun, RepairRun, RepairSpec, repair};
+pub use rules::{
+    Attempt, Confirmation, Fix, RulesOptions, RulesResult, Skip, fixes, rules, rules_with,
+};
+pub use run::{BudgetReport, Engine, LlmRun, MinimizedRun, RepairRun, RepairSpec, repair, verdict};
 pub use validate::{Group, Validation, validate};
 
 /// Why a repair could not run.

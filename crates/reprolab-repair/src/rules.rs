@@ -10,10 +10,18 @@
 //! traced again and the search continues greedily from it, until the budget is spent, no
 //! symptom remains, or no fix of any remaining symptom helps. Each trace is charged to a time
 //! budget as one training of the traced config (its measured duration).
+//!
+//! A fix is accepted on ONE training, which cannot tell a repair from noise. So when no symptom
+//! is left, the engine stops as `repaired` only if repeated trainings confirm the gain: the
+//! best config and the faulty config trained `confirm_runs` times each (seeds `0..runs`) on the
+//! search split, paired Wilcoxon p < 0.05 and |d| ≥ 0.5 in the goal's direction (the study's
+//! rule, as validation); otherwise it stops as `unconfirmed`. These are the trainings that
+//! validation repeats on the holdout split (one training reports both splits), so with the
+//! binary's cache they cost nothing more, and they are not charged to the search budget.
 
 use std::collections::BTreeSet;
 
-use reprolab_core::{Config, FaultType, Param, ParamKind, SearchSpace, Subject};
+use reprolab_core::{Config, FaultType, Param, ParamKind, SearchSpace, Split, Subject};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -22,6 +30,8 @@ use reprolab_search::space::{float_value, round_sig, same_value};
 use reprolab_search::{Objective, SearchResult, SearchSettings, Stop, Study, Trial};
 
 use crate::RepairError;
+use crate::validate::{Group, compare, significantly};
+use reprolab_search::join::join_all;
 
 /// One fix that was trained.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,6 +59,72 @@ pub struct RulesResult {
     pub result: SearchResult,
     /// The faulty config's trace shows no symptom at all (nothing was tried).
     pub no_symptom: bool,
+    /// The repeated trainings that decided `repaired` or `unconfirmed` when no symptom was
+    /// left; `None` when the engine stopped otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<Confirmation>,
+}
+
+/// The best config against the faulty config on the search split, `runs` trainings each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Confirmation {
+    pub runs: usize,
+    #[serde(with = "reprolab_core::fnum::float")]
+    pub faulty_mean: f64,
+    #[serde(with = "reprolab_core::fnum::float")]
+    pub best_mean: f64,
+    /// Wilcoxon signed-rank p, paired by seed (1 without a non-zero difference).
+    #[serde(with = "reprolab_core::fnum::float")]
+    pub p_value: f64,
+    /// Cohen's d(best, faulty).
+    #[serde(with = "reprolab_core::fnum::float")]
+    pub cohens_d: f64,
+    /// p < 0.05, |d| ≥ 0.5 and the best config better.
+    pub significant: bool,
+}
+
+/// The rules engine's settings beyond the search's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RulesOptions {
+    /// Trainings per config that confirm a repair when no symptom is left (at least 6 can
+    /// reach p < 0.05 with the exact Wilcoxon test; the study uses 10).
+    pub confirm_runs: usize,
+}
+
+impl Default for RulesOptions {
+    fn default() -> Self {
+        RulesOptions { confirm_runs: 10 }
+    }
+}
+
+/// Trains `best` and the faulty config `runs` times each on the search split and compares
+/// them (see the module documentation).
+async fn confirm<O: Objective>(
+    obj: &O,
+    subject: &Subject,
+    best: &Config,
+    runs: usize,
+) -> Result<Confirmation, RepairError> {
+    let seeds: Vec<u64> = (0..runs as u64).collect();
+    let results = join_all(vec![
+        obj.evaluate(&subject.config, &seeds, Split::Search, None),
+        obj.evaluate(best, &seeds, Split::Search, None),
+    ])
+    .await;
+    let mut groups = Vec::new();
+    for r in results {
+        groups.push(Group::from_runs(&r.map_err(RepairError::Objective)?));
+    }
+    let (fg, bg) = (&groups[0], &groups[1]);
+    let (p, d) = compare(fg, bg);
+    Ok(Confirmation {
+        runs,
+        faulty_mean: fg.mean,
+        best_mean: bg.mean,
+        p_value: p,
+        cohens_d: d,
+        significant: significantly(p, d, subject.metric.goal, true),
+    })
 }
 
 /// A concrete fix: a description and the values it sets.
@@ -379,12 +455,28 @@ async fn trace_symptoms<O: Objective>(
     Ok(detect(&parse_trace(&trace.epochs)))
 }
 
-/// The rules engine (see the module documentation).
+/// The rules engine with the default [`RulesOptions`] (see the module documentation).
 pub async fn rules<O: Objective>(
     obj: &O,
     subject: &Subject,
     s: &SearchSettings,
 ) -> Result<RulesResult, RepairError> {
+    rules_with(obj, subject, s, &RulesOptions::default()).await
+}
+
+/// The rules engine (see the module documentation).
+pub async fn rules_with<O: Objective>(
+    obj: &O,
+    subject: &Subject,
+    s: &SearchSettings,
+    opt: &RulesOptions,
+) -> Result<RulesResult, RepairError> {
+    if opt.confirm_runs < 2 {
+        return Err(RepairError::Settings(format!(
+            "confirm_runs = {}: a confirmation needs at least 2 trainings per config",
+            opt.confirm_runs
+        )));
+    }
     let goal = subject.metric.goal;
     let mut study = Study::start(obj, subject, s).await?;
     let t0 = study.trials()[0].clone();
@@ -399,6 +491,7 @@ pub async fn rules<O: Objective>(
             notes,
             result: study.finish("rules", Stop::NoSymptom),
             no_symptom: true,
+            confirmation: None,
         });
     }
     let mut stop = study.reached(&t0).then_some(Stop::StopAt);
@@ -406,6 +499,7 @@ pub async fn rules<O: Objective>(
     let mut current = symptoms.clone();
     let mut attempts: Vec<Attempt> = Vec::new();
     let mut tried: BTreeSet<String> = BTreeSet::from([subject.config.canonical_json()]);
+    let mut confirmation = None;
     'rounds: while stop.is_none() {
         let mut accepted = false;
         'symptoms: for sym in &current {
@@ -484,7 +578,20 @@ pub async fn rules<O: Objective>(
         current = trace_symptoms(obj, &best.config, best.seed, &mut notes).await?;
         study.charge(best.duration_s);
         if current.is_empty() {
-            stop = Some(Stop::Repaired);
+            let c = confirm(obj, subject, &best.config, opt.confirm_runs).await?;
+            if !c.significant {
+                notes.push(format!(
+                    "no symptom left, but the gain is not confirmed on the search split: \
+                     {:.4} -> {:.4} over {} trainings each (p = {:.3}, d = {:.2})",
+                    c.faulty_mean, c.best_mean, c.runs, c.p_value, c.cohens_d
+                ));
+            }
+            stop = Some(if c.significant {
+                Stop::Repaired
+            } else {
+                Stop::Unconfirmed
+            });
+            confirmation = Some(c);
         }
     }
     Ok(RulesResult {
@@ -494,5 +601,6 @@ pub async fn rules<O: Objective>(
         notes,
         result: study.finish("rules", stop.unwrap_or(Stop::Budget)),
         no_symptom: false,
+        confirmation,
     })
 }

@@ -171,13 +171,17 @@ pub async fn bohb_with<O: Objective>(
                 .copied()
                 .filter(|&c| cands[c].value_at(opt.fidelity(cands[c].full, r)).is_none())
                 .collect();
-            for chunk in todo.chunks(s.parallel) {
-                let k = study.allowance(chunk.len());
+            // `parallel` at a time, fewer when the time left holds fewer (Meter::allowance).
+            let mut next = 0;
+            while next < todo.len() {
+                let k = study.allowance(s.parallel.min(todo.len() - next));
                 if k == 0 {
                     stop = Some(Stop::Budget);
                     break 'brackets;
                 }
-                let items: Vec<(Config, Option<u64>)> = chunk[..k]
+                let chunk = &todo[next..next + k];
+                next += k;
+                let items: Vec<(Config, Option<u64>)> = chunk
                     .iter()
                     .map(|&c| (cands[c].config.clone(), opt.fidelity(cands[c].full, r)))
                     .collect();
@@ -190,10 +194,6 @@ pub async fn bohb_with<O: Objective>(
                     }
                 }
                 if stop.is_some() {
-                    break 'brackets;
-                }
-                if k < chunk.len() {
-                    stop = Some(Stop::Budget);
                     break 'brackets;
                 }
             }

@@ -13,9 +13,13 @@ use crate::SearchError;
 pub enum Budget {
     /// At most this many trials, the faulty config's trial 0 included.
     Trials(usize),
-    /// This multiple of the faulty config's mean training time (the study's 10×, 20×, 50×),
-    /// counted as the SUM of the trials' training durations (not wall time: parallel workers
-    /// do not change what the search sees). The faulty trial counts too.
+    /// This multiple of a reference training time (the study's 10×, 20×, 50×), counted as the
+    /// SUM of the trials' training durations (not wall time: parallel workers do not change
+    /// what the search sees). The faulty trial counts too. The reference is
+    /// [`SearchSettings::time_ref_s`], by default trial 0's duration; a repair sets it to the
+    /// larger of the faulty config's and the subject's default config's mean training time, so
+    /// that `m×` buys at least `m` full trainings of the default config (a floor that keeps a
+    /// fault whose own training is short from being starved).
     TimeMultiple(f64),
 }
 
@@ -82,8 +86,9 @@ pub struct SearchSettings {
     pub stop_at: Option<f64>,
     /// Trials asked, and trained, at once (workers). At least 1.
     pub parallel: usize,
-    /// The faulty config's mean training time in seconds that [`Budget::TimeMultiple`]
-    /// multiplies; `None`: the duration of trial 0 (the faulty config's search training).
+    /// The training time in seconds that [`Budget::TimeMultiple`] multiplies; `None`: the
+    /// duration of trial 0 (the faulty config's search training). A repair passes the larger
+    /// of the faulty config's and the default config's mean training time (the budget's floor).
     pub time_ref_s: Option<f64>,
 }
 
@@ -132,10 +137,13 @@ pub const MAX_TIME_TRIALS: usize = 1000;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Meter {
     budget: Budget,
-    /// Seconds the time budget allows (set from the faulty trial for a time multiple).
+    /// Seconds the time budget allows (set from the reference for a time multiple).
     pub limit_s: Option<f64>,
     pub spent_s: f64,
     pub trials: usize,
+    /// The longest training seen so far (trials, charged trainings and the reference): what
+    /// the next trial is expected to cost at most.
+    pub longest_s: f64,
 }
 
 impl Meter {
@@ -145,22 +153,27 @@ impl Meter {
             limit_s: None,
             spent_s: 0.0,
             trials: 0,
+            longest_s: 0.0,
         }
     }
 
     /// Records one trial of `duration_s` seconds.
     pub fn spend(&mut self, duration_s: f64) {
         self.trials += 1;
-        if duration_s.is_finite() && duration_s > 0.0 {
-            self.spent_s += duration_s;
-        }
+        self.charge(duration_s);
     }
 
     /// Charges `duration_s` seconds of training that is not a trial (a rules engine's trace).
     pub fn charge(&mut self, duration_s: f64) {
         if duration_s.is_finite() && duration_s > 0.0 {
             self.spent_s += duration_s;
+            self.longest_s = self.longest_s.max(duration_s);
         }
+    }
+
+    /// Seconds left of a time budget (`None` for a trial budget or before the reference).
+    pub fn left_s(&self) -> Option<f64> {
+        self.limit_s.map(|l| l - self.spent_s)
     }
 
     /// Sets the time limit from the faulty config's mean training time (called after trial 0).
@@ -173,18 +186,31 @@ impl Meter {
                 )));
             }
             self.limit_s = Some(m * faulty_s);
+            self.longest_s = self.longest_s.max(faulty_s);
         }
         Ok(())
     }
 
-    /// How many more trials may start now (a whole batch may overshoot a time budget: a trial
-    /// that starts within the budget is finished, as in the study).
+    /// How many more trials may start now. A trial that starts within a time budget is
+    /// finished (as in the study), so the budget may be overshot, but by less than one trial:
+    /// trials start only while time is left, and a batch of `k` only when
+    /// `k ≤ ceil(left / longest)`, where `longest` is the longest training seen so far (the
+    /// reference included). A batch whose trials are no longer than that costs less than
+    /// `left + longest`; with one worker the overshoot is always less than the last trial.
     pub fn allowance(&self, want: usize) -> usize {
         match self.budget {
             Budget::Trials(n) => want.min(n.saturating_sub(self.trials)),
-            Budget::TimeMultiple(_) => match self.limit_s {
+            Budget::TimeMultiple(_) => match self.left_s() {
                 _ if self.trials >= MAX_TIME_TRIALS => 0,
-                Some(l) if self.spent_s < l => want.min(MAX_TIME_TRIALS - self.trials),
+                Some(left) if left > 0.0 => {
+                    let fit = if self.longest_s > 0.0 {
+                        // `as` saturates: a huge quotient is simply "all of them".
+                        ((left / self.longest_s).ceil() as usize).max(1)
+                    } else {
+                        usize::MAX
+                    };
+                    want.min(fit).min(MAX_TIME_TRIALS - self.trials)
+                }
                 Some(_) => 0,
                 None => want,
             },
@@ -229,11 +255,26 @@ mod tests {
         t.spend(1.5);
         t.set_reference(1.5).unwrap();
         assert_eq!(t.limit_s, Some(3.0));
-        assert_eq!(t.allowance(4), 4);
+        // 1.5 s left and trainings of 1.5 s: one more trial may start, not four.
+        assert_eq!(t.allowance(4), 1);
         t.spend(1.0);
         assert!(!t.exhausted());
         t.spend(0.5);
         assert!(t.exhausted());
+
+        // A batch is cut to what the time left may hold: ceil(left / longest) trials.
+        let mut b = Meter::new(Budget::TimeMultiple(10.0));
+        b.spend(1.0);
+        b.set_reference(1.0).unwrap();
+        assert_eq!(b.allowance(4), 4);
+        assert_eq!(b.allowance(20), 9);
+        b.spend(2.0); // the longest training so far: 2 s
+        assert_eq!(b.left_s(), Some(7.0));
+        assert_eq!(b.allowance(20), 4);
+        b.charge(6.5); // a trace
+        assert_eq!(b.allowance(20), 1, "0.5 s left: one trial, the last");
+        b.spend(1.0);
+        assert!(b.exhausted());
         assert!(
             Meter::new(Budget::TimeMultiple(2.0))
                 .set_reference(0.0)

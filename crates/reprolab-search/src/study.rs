@@ -24,8 +24,12 @@ pub enum Stop {
     StopAt,
     /// Rules: the faulty config's trace shows no symptom.
     NoSymptom,
-    /// Rules: a re-trace of the repaired config shows no symptom left.
+    /// Rules: a re-trace of the repaired config shows no symptom left, and repeated
+    /// trainings confirm its gain over the faulty config on the search split.
     Repaired,
+    /// Rules: no symptom is left, but repeated trainings do not confirm a significant gain over
+    /// the faulty config on the search split.
+    Unconfirmed,
     /// Rules: no applicable fix improved on the best config so far.
     NoFix,
     /// LLM: every usable suggestion was trained.
@@ -41,7 +45,12 @@ impl std::fmt::Display for Stop {
             Stop::Budget => "the budget is spent",
             Stop::StopAt => "a trial reached the target",
             Stop::NoSymptom => "the faulty config's trace shows no symptom",
-            Stop::Repaired => "the repaired config's trace shows no symptom left",
+            Stop::Repaired => {
+                "the repaired config's trace shows no symptom left and its gain is significant on the search split"
+            }
+            Stop::Unconfirmed => {
+                "no symptom left, but the gain over the faulty config is not significant on the search split"
+            }
             Stop::NoFix => "no applicable fix improved on the best config",
             Stop::Suggestions => "every usable suggestion was trained",
             Stop::Llm => "the model could not be asked further",

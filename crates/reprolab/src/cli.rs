@@ -147,8 +147,9 @@ metric on the search split (the faulty config is the first trial); then validate
 the holdout split with N retrainings against the faulty config: Wilcoxon p, Cohen's d, sigma, the \
 improvement rate IR against the ground truth when the manifest has one, complexity (share of \
 hyperparameters changed) and AJ (asymmetric Jaccard of fault types). --minimize reduces the patch \
-by delta debugging to a 1-minimal set of changes that keeps a significant improvement. Exits 0 when \
-the patch is a significant improvement, 1 otherwise.",
+by delta debugging to a 1-minimal set of changes that keeps a significant improvement. The verdict \
+is the holdout's: repaired only when the patch is significantly better than the faulty config there \
+(p < 0.05, |d| >= 0.5); only then is the patched config written. Exits 0 when repaired, 1 otherwise.",
         after_help = "Examples:\n  reprolab repair benchmarks/faults/real/D7 --engine bohb --budget 10x\n  reprolab repair benchmarks/faults/real/D4 --engine random --trials 30 --minimize"
     )]
     Repair(RepairArgs),
@@ -757,8 +758,9 @@ pub struct RepairArgs {
     pub subject: PathBuf,
     #[arg(long, value_enum, default_value_t = EngineArg::Bohb)]
     pub engine: EngineArg,
-    /// Search budget: a multiple of the faulty program's mean training time ("20x"), counted
-    /// as the sum of trial training times.
+    /// Search budget: a multiple ("20x") of the larger of the faulty and the default (fixed)
+    /// program's mean training time, so at least 20 trainings of the default program; counted
+    /// as the sum of trial training times, passed by less than one trial.
     #[arg(long, default_value = "20x", conflicts_with = "trials")]
     pub budget: String,
     /// Search budget as a number of trials (the faulty config is trial 0).
@@ -890,7 +892,8 @@ pub struct BenchRepairArgs {
     /// Engines to compare, comma separated.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = vec![EngineArg::Random, EngineArg::Tpe, EngineArg::Bohb, EngineArg::Rules, EngineArg::Guided])]
     pub engines: Vec<EngineArg>,
-    /// Budgets, comma separated multiples of the faulty training time.
+    /// Budgets, comma separated multiples of the larger of the faulty and the default (fixed)
+    /// program's mean training time.
     #[arg(long, value_delimiter = ',', default_value = "10x,20x")]
     pub budgets: Vec<String>,
     /// Repetitions of every (fault, engine, budget) with different search seeds.

@@ -151,6 +151,8 @@ fn llm_repair_coerces_answers_and_validates_the_best() {
     let val = &v["run"]["validation"];
     assert_eq!(val["significant"], true, "{val}");
     assert!(out.status.success());
+    assert_eq!(v["repaired"], true);
+    assert!(v["verdict"].as_str().unwrap().starts_with("repaired: "));
     let p = &prompts(&server)[0];
     assert!(p.starts_with("The following code is designed for a regression trained on linear-5x"));
     assert!(p.contains("in order to reduce the mae"));

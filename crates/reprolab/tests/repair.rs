@@ -23,6 +23,24 @@ fn every_engine_repairs_a_tiny_fault_end_to_end() {
         assert!(matches!(out.status.code(), Some(0) | Some(1)), "{engine}");
         let v = json(&out);
         let run = &v["run"];
+        // Repaired (exit 0, a patch file) exactly when the holdout validation confirms the
+        // final patch; the verdict says which, in words.
+        let repaired = v["repaired"].as_bool().unwrap();
+        assert_eq!(repaired, out.status.code() == Some(0), "{engine}");
+        assert_eq!(run["repaired"], repaired);
+        let verdict = v["verdict"].as_str().unwrap();
+        assert_eq!(verdict.starts_with("repaired: "), repaired, "{verdict}");
+        let confirmed = run["minimized"]["validation"]["significant"] == true
+            || run["validation"]["significant"] == true;
+        assert_eq!(repaired, confirmed, "{engine}: {verdict}");
+        assert_eq!(v["patch_file"].is_string(), repaired, "{engine}");
+        if !repaired && run["validation"].is_object() {
+            assert!(
+                verdict.starts_with("not repaired: the best patch found was "),
+                "{verdict}"
+            );
+        }
+        assert_eq!(run["budget"]["spec"], "6 trials");
         assert_eq!(run["search"]["engine"], engine);
         let trials = run["search"]["trials"].as_array().unwrap();
         assert!(!trials.is_empty(), "{engine}");
@@ -35,12 +53,63 @@ fn every_engine_repairs_a_tiny_fault_end_to_end() {
             assert!(val["complexity"].as_f64().unwrap() > 0.0);
             // D7's ground truth is known: IR is computed against it.
             assert!(val["gt"].is_object());
-            assert!(v["patch_file"].is_string());
         }
         if engine == "rules" {
             assert!(run["rules"].is_object());
+            // Four runs cannot confirm a gain (the exact Wilcoxon p is at least 0.125), so the
+            // rules engine never stops as repaired here.
+            assert_ne!(run["search"]["stop"], "repaired");
         }
     }
+}
+
+#[test]
+fn a_time_budget_is_stated_in_seconds_and_trainings_of_the_default_config() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(reprolab(tmp.path())
+        .args([
+            "repair", "--engine", "random", "--budget", "3x", "--runs", "2", "--seed", "3",
+        ])
+        .arg(d7()));
+    assert!(matches!(out.status.code(), Some(0) | Some(1)));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // D7 has a [fix]: the budget is counted in trainings of it.
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("budget: 3x = "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains(" s of training = ") && line.contains("trainings of the default config ("),
+        "{line}"
+    );
+    // The verdict comes last but for the file and cache lines; two runs confirm nothing.
+    assert!(
+        text.lines().any(|l| l.starts_with("not repaired: ")),
+        "{text}"
+    );
+    assert!(!text.contains("patched config written to"), "{text}");
+    assert!(text.contains("no patched config written"), "{text}");
+
+    let out = run(reprolab(tmp.path())
+        .args([
+            "repair", "--json", "--engine", "random", "--budget", "3x", "--runs", "2", "--seed",
+            "3",
+        ])
+        .arg(d7()));
+    let v = json(&out);
+    let b = &v["run"]["budget"];
+    let f = |k: &str| b[k].as_f64().unwrap_or_else(|| panic!("{k}: {b}"));
+    assert_eq!(b["spec"], "3x");
+    assert_eq!(f("multiple"), 3.0);
+    assert!(
+        (f("reference_s") - f("faulty_s").max(f("default_s"))).abs() < 1e-9,
+        "{b}"
+    );
+    assert!((f("seconds") - 3.0 * f("reference_s")).abs() < 1e-6, "{b}");
+    assert!(f("trainings") >= 3.0 - 1e-9, "{b}");
+    assert_eq!(v["run"]["search"]["budget_s"].as_f64(), Some(f("seconds")));
+    assert_eq!(v["repaired"], false, "two runs cannot confirm a repair");
+    assert!(v["patch_file"].is_null());
 }
 
 #[test]

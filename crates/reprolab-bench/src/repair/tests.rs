@@ -19,6 +19,7 @@ fn row(fault: &str, engine: &str, budget: &str, repeat: usize) -> Row {
         aj: Some(0.0),
         trials: 10,
         spent_s: 1.0,
+        budget_s: None,
         min_changed: None,
         min_ir: None,
         min_significant: None,
@@ -171,4 +172,31 @@ fn aj_after_scores_against_the_best_variant() {
     assert_eq!(results.rows.len(), 1);
     assert_eq!(results.with_alternatives, 1);
     assert_eq!(results.rows[0].aj_after, Some(0.0));
+}
+
+#[test]
+fn the_setup_states_what_the_budgets_meant() {
+    // Rows measured before budgets had the default config's floor keep their meaning.
+    let old = vec![row("a", "random", "10x", 0)];
+    assert_eq!(
+        budget_meaning(&old),
+        "multiples of the faulty program's mean training time, counted as summed training time"
+    );
+    let mut rs = vec![
+        row("a", "random", "10x", 0),
+        row("b", "random", "10x", 0),
+        row("a", "random", "20x", 0),
+    ];
+    for (r, s) in rs.iter_mut().zip([12.0, 14.0, 26.0]) {
+        r.budget_s = Some(s);
+    }
+    let now = budget_meaning(&rs);
+    assert!(
+        now.starts_with("multiples of the larger of the faulty and the default (fixed) program's mean training time, so that m× buys at least m full trainings of the default program"),
+        "{now}"
+    );
+    assert!(
+        now.ends_with("by less than one trial; mean budget per cell: 10x 13.0 s, 20x 26.0 s"),
+        "{now}"
+    );
 }

@@ -154,22 +154,22 @@ pub async fn llm_repair<O: Objective>(
             suggestions.push(s);
         }
         // Train them, as many at a time as the settings allow, within the budget.
-        for chunk in queue.chunks(settings.parallel.max(1)) {
-            let k = study.allowance(chunk.len());
+        // Fewer than `parallel` at a time when the time left holds fewer (Meter::allowance).
+        let mut next = 0;
+        while next < queue.len() {
+            let k = study.allowance(settings.parallel.max(1).min(queue.len() - next));
             if k == 0 {
                 stop = Some(Stop::Budget);
                 break;
             }
-            let items = chunk[..k].iter().map(|(_, c)| (c.clone(), None)).collect();
+            let chunk = &queue[next..next + k];
+            next += k;
+            let items = chunk.iter().map(|(_, c)| (c.clone(), None)).collect();
             for ((si, _), t) in chunk.iter().zip(study.evaluate(obj, items).await?) {
                 suggestions[*si].trial = Some(t.number);
                 if study.tell(t) {
                     stop = Some(Stop::StopAt);
                 }
-            }
-            if k < chunk.len() {
-                stop = Some(Stop::Budget);
-                break;
             }
         }
         history.extend(

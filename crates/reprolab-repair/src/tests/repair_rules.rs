@@ -254,19 +254,75 @@ fn rules_repair_vanishing_gradients_by_retraining() {
     assert_eq!(a.trial.number, 1);
     assert_eq!(a.trial.seed, 1001);
     let calls = obj.calls.borrow();
-    assert_eq!(calls.len(), 2);
+    assert_eq!(calls.len(), 4);
     assert_eq!(calls[1].0.0["act0"], json!("selu"));
     assert_eq!(calls[1].2, reprolab_core::Split::Search);
-    // Re-traced: nothing left.
+    // Re-traced: nothing left; then the gain is confirmed by 10 trainings of the faulty and
+    // the repaired config on the search split (seeds 0..10, the validation's seeds).
     assert_eq!(obj.traces.get(), 2);
     assert!(r.remaining.is_empty());
+    for (call, act) in calls[2..].iter().zip(["sigmoid", "selu"]) {
+        assert_eq!(call.0.0["act0"], json!(act));
+        assert_eq!(call.1, (0..10).collect::<Vec<u64>>());
+        assert_eq!(call.2, reprolab_core::Split::Search);
+    }
+    let c = r.confirmation.as_ref().unwrap();
+    assert!(
+        c.significant && c.p_value < 0.05 && c.cohens_d > 0.5,
+        "{c:?}"
+    );
     assert_eq!(r.result.stop, Stop::Repaired);
     assert_eq!(r.result.engine, "rules");
     let best = r.result.best.unwrap();
     assert_eq!(best.config.0["act0"], json!("selu"));
-    // Traces are charged to the time budget: two trainings' worth plus two trials.
+    // Traces are charged to the time budget: two trainings' worth plus two trials; the
+    // confirmation is validation's work, not the search's.
     let trials: f64 = r.result.trials.iter().map(|t| t.duration_s).sum();
     assert!((r.result.spent_s - (trials + 2.0 * 0.9)).abs() < 1e-9);
+}
+
+#[test]
+fn rules_do_not_stop_as_repaired_on_a_one_training_gain() {
+    // selu clears the symptom and wins its single search training (seed 1001) by chance, but
+    // trains no better than sigmoid on any other seed: the engine must not call it repaired.
+    let subject = sigmoid_subject();
+    let obj = vanishing_objective(0.2, 0.2);
+    let obj = Synth {
+        metric: Box::new(|c, seed, _| {
+            let lucky = c.0["act0"] == json!("selu") && seed == 1001;
+            Some(if lucky {
+                0.4
+            } else {
+                0.2 + 0.01 * noise(seed, 7)
+            })
+        }),
+        ..obj
+    };
+    let s = SearchSettings {
+        budget: Budget::Trials(10),
+        seed: 1,
+        ..SearchSettings::default()
+    };
+    let r = block_on(rules(&obj, &subject, &s)).unwrap();
+    assert!(r.attempts[0].accepted, "{:?}", r.attempts);
+    assert!(r.remaining.is_empty());
+    let c = r.confirmation.as_ref().unwrap();
+    assert!(!c.significant, "{c:?}");
+    assert_eq!(r.result.stop, Stop::Unconfirmed);
+    assert!(
+        r.notes.iter().any(|n| n.contains("not confirmed")),
+        "{:?}",
+        r.notes
+    );
+    // Too few confirmation runs are refused.
+    let e = block_on(rules::rules_with(
+        &obj,
+        &subject,
+        &s,
+        &rules::RulesOptions { confirm_runs: 1 },
+    ))
+    .unwrap_err();
+    assert!(e.to_string().contains("confirm_runs"), "{e}");
 }
 
 #[test]

@@ -107,6 +107,7 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
                             faulty_mean,
                             trials: run.search.trials.len(),
                             spent_s: run.search.spent_s,
+                            budget_s: run.budget.seconds,
                             minimized: run
                                 .minimized
                                 .as_ref()

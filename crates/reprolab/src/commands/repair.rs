@@ -160,11 +160,8 @@ pub async fn run(g: &Global, a: &RepairArgs) -> Result<ExitCode> {
     let (trained, cached) = (trainer.trained.get(), trainer.cached.get());
     ev.shutdown().await;
 
-    let final_patch = run
-        .minimized
-        .as_ref()
-        .map(|m| &m.result.patch)
-        .or(run.search.patch());
+    // Only a patch the holdout validation confirmed is written as the repaired config.
+    let final_patch = run.final_patch().filter(|_| run.repaired);
     let out = patch_path(a, &subject);
     if let Some(patch) = final_patch {
         if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -173,32 +170,26 @@ pub async fn run(g: &Global, a: &RepairArgs) -> Result<ExitCode> {
         std::fs::write(&out, serde_json::to_string_pretty(patch)? + "\n")
             .with_context(|| format!("writing {}", out.display()))?;
     }
-    let significant = run
-        .minimized
-        .as_ref()
-        .map(|m| &m.validation)
-        .or(run.validation.as_ref())
-        .is_some_and(|v| v.significant);
-
     if g.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({
-                "subject": subject.name, "run": run, "patch_file": final_patch.map(|_| &out),
+                "subject": subject.name, "repaired": run.repaired, "verdict": run.verdict,
+                "run": run, "patch_file": final_patch.map(|_| &out),
                 "trained": trained, "cached": cached,
             }))?
         );
     } else {
         let s = &run.search;
+        println!("budget: {}", run.budget.describe());
         println!(
-            "{} with {}: {} trials, {:.1} s of training spent{} (faulty trains in {:.2} s), stopped: {}",
+            "{} with {}: {} trials, {:.1} s of training spent{}, stopped: {}",
             subject.name,
             s.engine,
             s.trials.len(),
             s.spent_s,
             s.budget_s
                 .map_or(String::new(), |b| format!(" of {b:.1} s")),
-            run.time_ref_s,
             s.stop
         );
         if let Some(r) = &run.rules {
@@ -207,6 +198,21 @@ pub async fn run(g: &Global, a: &RepairArgs) -> Result<ExitCode> {
             }
             for sym in &r.symptoms {
                 println!("symptom {}: {}", sym.name, sym.evidence);
+            }
+            if let Some(c) = &r.confirmation {
+                println!(
+                    "rules: confirmation on the search split, {} trainings each: {} -> {} (p = {:.3}, d = {:.2}){}",
+                    c.runs,
+                    num(Some(c.faulty_mean)),
+                    num(Some(c.best_mean)),
+                    c.p_value,
+                    c.cohens_d,
+                    if c.significant {
+                        ""
+                    } else {
+                        ": not significant"
+                    }
+                );
             }
             for at in &r.attempts {
                 println!(
@@ -224,7 +230,7 @@ pub async fn run(g: &Global, a: &RepairArgs) -> Result<ExitCode> {
         match (&run.validation, s.patch()) {
             (Some(v), Some(patch)) => {
                 println!(
-                    "\npatch (search split {} -> {}):",
+                    "\nbest patch found (search split {} -> {}):",
                     num(s.trials[0].value),
                     num(s.best.as_ref().and_then(|b| b.value))
                 );
@@ -246,12 +252,15 @@ pub async fn run(g: &Global, a: &RepairArgs) -> Result<ExitCode> {
             );
             print_validation("validation of the minimised patch", &m.validation, &subject);
         }
+        println!("\n{}", run.verdict);
         if final_patch.is_some() {
-            println!("\npatched config written to {}", out.display());
+            println!("patched config written to {}", out.display());
+        } else if run.search.patch().is_some() {
+            println!("no patched config written: the holdout did not confirm the patch");
         }
         println!("trainings: {trained} run, {cached} from the cache");
     }
-    Ok(if significant {
+    Ok(if run.repaired {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
