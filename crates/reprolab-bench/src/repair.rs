@@ -72,6 +72,10 @@ pub struct Row {
     /// whenever the report is written. Equal to `aj` for a fault without alternatives.
     #[serde(default)]
     pub aj_after: Option<f64>,
+    /// `[spent seconds, best search score so far]` after each trial ([`anytime::history`]);
+    /// empty in rows written before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<[f64; 2]>,
 }
 
 /// What one repair of a cell produced, as the row needs it.
@@ -88,6 +92,8 @@ pub struct RepairOutcome<'a> {
     pub budget_s: Option<f64>,
     /// The minimised patch's changed hyperparameters and its validation.
     pub minimized: Option<(usize, &'a Validation)>,
+    /// The search's best-so-far against time spent ([`anytime::history`]).
+    pub history: &'a [[f64; 2]],
 }
 
 impl Row {
@@ -128,6 +134,7 @@ impl Row {
             min_significant: out.minimized.map(|(_, m)| m.significant),
             patch_types: Some(v.map_or(Vec::new(), |v| v.patch_types.clone())),
             aj_after: None,
+            history: out.history.to_vec(),
         }
     }
 
@@ -415,6 +422,11 @@ pub fn build_report(results: &Results, setup: &Setup) -> Report {
         svg: svg::boxplot_in("Improvement rate", "IR", &ir_groups, Some((-1.0, 1.5))),
     };
     let faults = first_seen(rows, |r| r.fault.clone()).len();
+    let anytime = anytime::figures(rows).map(|figures| Section {
+        heading: "Anytime: best so far against budget spent".into(),
+        figures,
+        ..Section::default()
+    });
     Report {
         title: format!(
             "Repair benchmark: {}",
@@ -450,7 +462,10 @@ pub fn build_report(results: &Results, setup: &Setup) -> Report {
                 tables: vec![t_summary],
                 ..Section::default()
             },
-        ],
+        ]
+        .into_iter()
+        .chain(anytime)
+        .collect(),
     }
 }
 
@@ -459,5 +474,6 @@ pub fn done(rows: &[Row]) -> HashSet<String> {
     rows.iter().map(|r| r.cell().key()).collect()
 }
 
+pub mod anytime;
 #[cfg(test)]
 mod tests;

@@ -65,21 +65,23 @@ pub fn boxplot_in(
         w / 2.0,
         esc(title)
     );
-    // Axis with five ticks.
+    // Axis with ticks at round numbers.
     let _ = writeln!(
         s,
         "<line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{}\" stroke=\"#444\"/>",
         h - bottom
     );
-    for i in 0..=4 {
-        let v = lo + (hi - lo) * i as f64 / 4.0;
+    let ticks = nice_ticks(lo, hi, 5);
+    let step = ticks.get(1).map_or(1.0, |b| b - ticks[0]);
+    for &v in &ticks {
         let _ = writeln!(
             s,
-            "<line x1=\"{}\" y1=\"{y0:.1}\" x2=\"{}\" y2=\"{y0:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{v:.2}</text>",
+            "<line x1=\"{}\" y1=\"{y0:.1}\" x2=\"{}\" y2=\"{y0:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
             left,
             w - right,
             left - 4.0,
             y(v) + 4.0,
+            tick_label(v, step),
             y0 = y(v)
         );
     }

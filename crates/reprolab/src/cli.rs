@@ -912,6 +912,11 @@ pub struct BenchRepairArgs {
     /// directory resumes: finished cells are read back, not recomputed.
     #[arg(long, value_name = "DIR", default_value = "bench-repair")]
     pub out: PathBuf,
+    /// Cells (fault × engine × budget × repeat) repaired at once. Each already trains its
+    /// configs in parallel on every worker; on a Ray cluster with many more slots than a search
+    /// round asks for, several cells in flight keep the slots busy.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub cells: usize,
     #[command(flatten)]
     pub llm_repair: LlmRepairArgs,
     #[command(flatten)]

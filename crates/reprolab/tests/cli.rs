@@ -161,7 +161,11 @@ fn trace_records_per_epoch_and_per_layer_signals() {
     // Beside the JSON, a page of plots: learning curves and one line per layer.
     let html = std::fs::read_to_string(out_file.with_extension("html")).unwrap();
     assert!(text.contains("trace.html"), "{text}");
-    for caption in ["Loss per epoch", "Metrics per epoch", "Gradient norm per layer"] {
+    for caption in [
+        "Loss per epoch",
+        "Metrics per epoch",
+        "Gradient norm per layer",
+    ] {
         assert!(html.contains(caption), "{caption}");
     }
     let svg_start = html.find("Gradient norm per layer</text>").unwrap();

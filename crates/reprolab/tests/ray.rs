@@ -313,7 +313,7 @@ fn repair_searches_the_same_trials_on_ray_as_locally() {
 }
 
 #[test]
-fn bench_repair_runs_on_ray_and_writes_its_report() {
+fn bench_repair_runs_cells_concurrently_on_ray_and_writes_its_report() {
     let Some((cluster, _turn)) = cluster() else {
         return;
     };
@@ -324,7 +324,9 @@ fn bench_repair_runs_on_ray_and_writes_its_report() {
             "bench",
             "repair",
             "--engines",
-            "random",
+            "random,bohb",
+            "--cells",
+            "2",
             "--budgets",
             "2x",
             "--repeats",
@@ -339,7 +341,7 @@ fn bench_repair_runs_on_ray_and_writes_its_report() {
         .arg(repo().join("benchmarks/faults/real")));
     assert!(out.status.success());
     let results = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
-    assert_eq!(results.lines().count(), 1);
+    assert_eq!(results.lines().count(), 2, "one row per cell, each once");
     assert!(out_dir.join("report.md").exists());
 }
 

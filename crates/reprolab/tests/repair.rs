@@ -205,5 +205,9 @@ fn bench_repair_writes_the_report_and_resumes_after_a_kill() {
     );
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("Table 9"));
+    assert!(
+        html.contains("Anytime at 4x"),
+        "the anytime curves of rows with histories"
+    );
     assert!(out_dir.join("report.md").exists());
 }

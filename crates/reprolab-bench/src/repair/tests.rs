@@ -25,6 +25,7 @@ fn row(fault: &str, engine: &str, budget: &str, repeat: usize) -> Row {
         min_significant: None,
         patch_types: Some(Vec::new()),
         aj_after: None,
+        history: Vec::new(),
     }
 }
 
@@ -199,4 +200,36 @@ fn the_setup_states_what_the_budgets_meant() {
         now.ends_with("by less than one trial; mean budget per cell: 10x 13.0 s, 20x 26.0 s"),
         "{now}"
     );
+}
+
+#[test]
+fn the_anytime_figures_show_one_line_per_engine_and_only_for_rows_with_histories() {
+    let setup = Setup {
+        benchmark: "b".into(),
+        engines: vec!["random".into(), "guided".into()],
+        budgets: vec!["10x".into()],
+        repeats: 1,
+        runs: 10,
+    };
+    let mut variants: Variants = BTreeMap::new();
+    variants.insert("f1".into(), (BTreeSet::new(), Vec::new()));
+    let mut rows = vec![row("f1", "random", "10x", 0), row("f1", "guided", "10x", 0)];
+    let none = build_report(&finish(rows.clone(), &variants, &setup), &setup);
+    assert!(
+        !none.to_markdown().contains("Anytime"),
+        "old rows: no section"
+    );
+    rows[0].budget_s = Some(4.0);
+    rows[0].history = vec![[1.0, 0.5], [2.0, 0.6], [4.0, 0.7]];
+    rows[1].budget_s = Some(4.0);
+    rows[1].history = vec![[1.0, 0.5], [1.5, 0.9]];
+    let report = build_report(&finish(rows, &variants, &setup), &setup);
+    let section = report
+        .sections
+        .iter()
+        .find(|s| s.heading.starts_with("Anytime"))
+        .unwrap();
+    let svg = &section.figures[0].svg;
+    assert_eq!(svg.matches("<polyline").count(), 2, "{svg}");
+    assert!(svg.contains("guided (1 cells)") && svg.contains("% of budget spent"));
 }

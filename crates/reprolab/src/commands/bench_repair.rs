@@ -10,10 +10,11 @@ use reprolab_bench::ResultsFile;
 use reprolab_bench::repair::{self as bench, CellId, RepairOutcome, Row, Setup};
 use reprolab_core::manifest::Subject;
 use reprolab_search::Budget;
+use reprolab_search::join::join_bounded;
 
 use super::repair::repair_once;
 use super::serde_name;
-use crate::cli::{BenchRepairArgs, Global};
+use crate::cli::{BenchRepairArgs, EngineArg, Global};
 use crate::context;
 use crate::progress;
 use crate::trainer::EvalTrainer;
@@ -60,11 +61,12 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
     };
     // Ground-truth variants for AJ after; the repair engines never see them.
     let variants = bench::read_variants(&dirs)?;
-    let ev = context::evaluator(g).await?;
-    let pb = progress::bar(total as u64, "bench repair", g.json);
-    pb.inc(done.len().min(total) as u64);
-    for dir in &dirs {
-        let subject = Subject::load(dir)?;
+    let subjects: Vec<Subject> = dirs
+        .iter()
+        .map(|d| Subject::load(d))
+        .collect::<Result<_, _>>()?;
+    let mut cells: Vec<(&Subject, CellId, Budget, EngineArg)> = Vec::new();
+    for subject in &subjects {
         for (budget_name, budget) in &budgets {
             for &engine in &a.engines {
                 for repeat in 0..a.repeats {
@@ -74,71 +76,63 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
                         budget: budget_name.clone(),
                         repeat,
                     };
-                    let key = cell.key();
-                    if done.contains(&key) {
-                        continue;
+                    if !done.contains(&cell.key()) {
+                        cells.push((subject, cell, *budget, engine));
                     }
-                    pb.set_message(key.clone());
-                    let trainer = EvalTrainer::new(&ev, &subject, progress::bar(0, "", true));
-                    let spec = RepairSpec {
-                        engine: engine.into(),
-                        budget: *budget,
-                        seed: repeat as u64,
-                        runs: a.runs,
-                        minimize: a.minimize,
-                        stop_at: None,
-                        parallel: ev.workers(),
-                        llm: llm.clone(),
-                        llm_options: a.llm_repair.options(),
-                    };
-                    let run = repair_once(&trainer, &subject, &spec)
-                        .await
-                        .with_context(|| format!("repairing {key}"))?;
-                    let faulty_mean = match &run.validation {
-                        Some(v) => v.faulty.mean,
-                        // No patch: the faulty config stands; its mean comes from the cache.
-                        None => faulty_mean(&trainer, &subject, a.runs).await?,
-                    };
-                    let mut row = Row::new(
-                        &cell,
-                        &subject,
-                        &RepairOutcome {
-                            validation: run.validation.as_ref(),
-                            faulty_mean,
-                            trials: run.search.trials.len(),
-                            spent_s: run.search.spent_s,
-                            budget_s: run.budget.seconds,
-                            minimized: run
-                                .minimized
-                                .as_ref()
-                                .map(|m| (m.result.changed.len(), &m.validation)),
-                        },
-                    );
-                    row.aj_after = bench::aj_after(&row, &variants);
-                    results.append(&row)?;
-                    progress::line(
-                        &pb,
-                        &format!(
-                            "{key}: {} -> {} {}IR {} changed {}",
-                            crate::table::num(Some(row.faulty_mean)),
-                            crate::table::num(Some(row.patched_mean)),
-                            if row.significant {
-                                "(significant) "
-                            } else {
-                                ""
-                            },
-                            row.ir.map_or("-".into(), |x| format!("{x:.2}")),
-                            row.changed
-                        ),
-                    );
-                    rows.push(row);
-                    pb.inc(1);
                 }
             }
         }
     }
+    let ev = context::evaluator(g).await?;
+    let pb = progress::bar(total as u64, "bench repair", g.json);
+    pb.inc(done.len().min(total) as u64);
+    // Cells run `--cells` at a time; each appends its row the moment it is known.
+    let finished = std::sync::Mutex::new((&mut results, &mut rows));
+    let record = |row: Row| -> Result<()> {
+        let mut guard = finished.lock().unwrap();
+        guard.0.append(&row)?;
+        progress::line(
+            &pb,
+            &format!(
+                "{}: {} -> {} {}IR {} changed {}",
+                row.cell().key(),
+                crate::table::num(Some(row.faulty_mean)),
+                crate::table::num(Some(row.patched_mean)),
+                if row.significant {
+                    "(significant) "
+                } else {
+                    ""
+                },
+                row.ir.map_or("-".into(), |x| format!("{x:.2}")),
+                row.changed
+            ),
+        );
+        guard.1.push(row);
+        pb.inc(1);
+        Ok(())
+    };
+    let ev_ref = &ev;
+    let llm_ref = &llm;
+    let variants_ref = &variants;
+    let tasks: Vec<_> = cells
+        .into_iter()
+        .map(|(subject, cell, budget, engine)| {
+            let record = &record;
+            async move {
+                let key = cell.key();
+                let row = repair_cell(ev_ref, subject, &cell, budget, engine, a, llm_ref)
+                    .await
+                    .with_context(|| format!("repairing {key}"))?;
+                let mut row = row;
+                row.aj_after = bench::aj_after(&row, variants_ref);
+                record(row)
+            }
+        })
+        .collect();
+    let outcomes = join_bounded(tasks, a.cells.max(1)).await;
     pb.finish_and_clear();
     ev.shutdown().await;
+    outcomes.into_iter().collect::<Result<Vec<()>>>()?;
     // The report covers the faults asked for this time, whatever else results.jsonl holds;
     // variants are read again: an analysis may have run since an earlier row was written.
     let finished = bench::finish(rows, &bench::read_variants(&dirs)?, &setup);
@@ -161,6 +155,56 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
         println!("\nreport: {} (and report.md)", html.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One cell: a repair of `subject` by `engine` within `budget`, as a result row.
+async fn repair_cell(
+    ev: &reprolab_exec::Evaluator,
+    subject: &Subject,
+    cell: &CellId,
+    budget: Budget,
+    engine: EngineArg,
+    a: &BenchRepairArgs,
+    llm: &Option<std::sync::Arc<dyn reprolab_llm::ChatModel>>,
+) -> Result<Row> {
+    let trainer = EvalTrainer::new(ev, subject, progress::bar(0, "", true));
+    let spec = RepairSpec {
+        engine: engine.into(),
+        budget,
+        seed: cell.repeat as u64,
+        runs: a.runs,
+        minimize: a.minimize,
+        stop_at: None,
+        parallel: ev.workers(),
+        llm: llm.clone(),
+        llm_options: a.llm_repair.options(),
+    };
+    let run = repair_once(&trainer, subject, &spec).await?;
+    let history = bench::anytime::history(
+        run.search.trials.iter().map(|t| (t.value, t.duration_s)),
+        subject.metric.goal,
+    );
+    let faulty_mean = match &run.validation {
+        Some(v) => v.faulty.mean,
+        // No patch: the faulty config stands; its mean comes from the cache.
+        None => faulty_mean(&trainer, subject, a.runs).await?,
+    };
+    Ok(Row::new(
+        cell,
+        subject,
+        &RepairOutcome {
+            validation: run.validation.as_ref(),
+            faulty_mean,
+            trials: run.search.trials.len(),
+            spent_s: run.search.spent_s,
+            budget_s: run.budget.seconds,
+            minimized: run
+                .minimized
+                .as_ref()
+                .map(|m| (m.result.changed.len(), &m.validation)),
+            history: &history,
+        },
+    ))
 }
 
 /// The holdout mean of the faulty config over seeds `0..runs` (from the cache: the repair's
