@@ -360,9 +360,9 @@ pub fn per_fault_table(rows: &[Row], after: bool) -> Table {
         .collect();
     Table {
         caption: if after {
-            "Bold RC after: higher than before.".into()
+            "Bold RC: every ground-truth fault found; bold RC after: higher than before.".into()
         } else {
-            String::new()
+            "Bold RC: every ground-truth fault found.".into()
         },
         headers,
         rows: table_rows,
@@ -396,6 +396,19 @@ pub fn build_report(results: &Results, setup: &Setup) -> Report {
         });
     }
     sections.push(Section {
+        heading: "Scores and confusions per engine".into(),
+        figures: vec![confusion::scores_figure(rows, &setup.engines)],
+        tables: setup
+            .engines
+            .iter()
+            .map(|e| {
+                let mine: Vec<&Row> = rows.iter().filter(|r| &r.engine == e).collect();
+                confusion::table(e, &mine)
+            })
+            .collect(),
+        ..Section::default()
+    });
+    sections.push(Section {
         heading: "Per fault".into(),
         tables: vec![per_fault_table(rows, after)],
         ..Section::default()
@@ -409,5 +422,6 @@ pub fn build_report(results: &Results, setup: &Setup) -> Report {
     }
 }
 
+pub mod confusion;
 #[cfg(test)]
 mod tests;

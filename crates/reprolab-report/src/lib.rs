@@ -1,11 +1,45 @@
 //! Reports: the same content rendered as Markdown and as one self-contained HTML page whose
-//! figures are inline SVG (no scripts, no external files, no font libraries).
+//! figures are inline SVG (no external files, no font libraries; the only script is a few inline
+//! lines that make long tables sortable and filterable).
 
 pub mod svg;
 pub mod tree;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+/// Tables longer than this are sortable (click a header) and filterable (a text box) in HTML.
+const SORTABLE_ROWS: usize = 15;
+
+/// Sorts a `table.sortable` by the clicked column (numerically where both cells read as
+/// numbers), again to reverse; hides rows that do not contain the filter's text.
+const SORT_SCRIPT: &str = r#"document.querySelectorAll("table.sortable").forEach(function (t) {
+  var rows = function () { return Array.prototype.slice.call(t.rows, 1); };
+  var filter = document.createElement("input");
+  filter.className = "filter";
+  filter.placeholder = "filter rows";
+  t.parentNode.insertBefore(filter, t);
+  filter.addEventListener("input", function () {
+    var q = filter.value.toLowerCase();
+    rows().forEach(function (r) {
+      r.style.display = r.textContent.toLowerCase().indexOf(q) < 0 ? "none" : "";
+    });
+  });
+  Array.prototype.forEach.call(t.rows[0].cells, function (th, i) {
+    th.title = "sort";
+    th.addEventListener("click", function () {
+      var asc = th.getAttribute("data-asc") !== "1";
+      th.setAttribute("data-asc", asc ? "1" : "0");
+      rows().sort(function (a, b) {
+        var x = a.cells[i].textContent, y = b.cells[i].textContent;
+        var nx = parseFloat(x), ny = parseFloat(y);
+        var c = !isNaN(nx) && !isNaN(ny) ? nx - ny : x.localeCompare(y);
+        return asc ? c : -c;
+      }).forEach(function (r) { r.parentNode.appendChild(r); });
+    });
+  });
+});
+"#;
 
 /// One table cell; `mark` renders it bold (e.g. a statistically significant result).
 #[derive(Debug, Clone, Default)]
@@ -123,13 +157,19 @@ impl Report {
 
     pub fn to_html(&self) -> String {
         let mut body = String::new();
+        let mut interactive = false;
         for s in &self.sections {
             let _ = writeln!(body, "<h2>{}</h2>", html_escape(&s.heading));
             for p in &s.paragraphs {
                 let _ = writeln!(body, "<p>{}</p>", html_escape(p));
             }
             for t in &s.tables {
-                body.push_str("<table>\n");
+                if t.rows.len() > SORTABLE_ROWS {
+                    interactive = true;
+                    body.push_str("<table class=\"sortable\">\n");
+                } else {
+                    body.push_str("<table>\n");
+                }
                 if !t.caption.is_empty() {
                     let _ = writeln!(body, "<caption>{}</caption>", html_escape(&t.caption));
                 }
@@ -163,8 +203,14 @@ impl Report {
              table{{border-collapse:collapse;margin:1em 0;font-size:14px}}th,td{{border:1px solid #ccc;padding:3px 8px;text-align:right}}\n\
              th{{background:#f3f3f3}}td:first-child,th:first-child{{text-align:left}}td.mark{{font-weight:bold;background:#e8f4e8}}\n\
              caption{{font-weight:bold;text-align:left;padding:4px 0}}figure{{margin:1em 0}}figcaption{{font-size:14px;color:#555}}\n\
-             </style></head><body>\n<h1>{title}</h1>\n{body}</body></html>\n",
-            title = html_escape(&self.title)
+             input.filter{{margin:1em 0 0;padding:3px 6px;width:20em}}th{{cursor:default}}table.sortable th{{cursor:pointer}}\n\
+             </style></head><body>\n<h1>{title}</h1>\n{body}{script}</body></html>\n",
+            title = html_escape(&self.title),
+            script = if interactive {
+                format!("<script>\n{SORT_SCRIPT}</script>\n")
+            } else {
+                String::new()
+            }
         )
     }
 
@@ -187,6 +233,51 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_long_tables_are_sortable_and_the_script_parses() {
+        let table = |n: usize| Table {
+            caption: String::new(),
+            headers: vec!["fault".into(), "RC".into()],
+            rows: (0..n)
+                .map(|i| vec![format!("f{i}").into(), format!("{i}").into()])
+                .collect(),
+        };
+        let short = Report {
+            title: "t".into(),
+            sections: vec![Section {
+                tables: vec![table(3)],
+                ..Section::default()
+            }],
+        };
+        assert!(!short.to_html().contains("<script>"));
+        let long = Report {
+            title: "t".into(),
+            sections: vec![Section {
+                tables: vec![table(3), table(SORTABLE_ROWS + 1)],
+                ..Section::default()
+            }],
+        };
+        let html = long.to_html();
+        assert_eq!(html.matches("class=\"sortable\"").count(), 1);
+        assert_eq!(html.matches("<script>").count(), 1);
+        // The script must at least parse; Node checks it where it is installed.
+        let dir = tempfile::tempdir().unwrap();
+        let js = dir.path().join("sort.js");
+        std::fs::write(&js, SORT_SCRIPT).unwrap();
+        match std::process::Command::new("node")
+            .arg("--check")
+            .arg(&js)
+            .output()
+        {
+            Ok(out) => assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
+            Err(e) => eprintln!("SKIPPED the syntax check: node is not available ({e})"),
+        }
+    }
 
     fn sample() -> Report {
         Report {
