@@ -41,6 +41,10 @@ POLL_S = 0.2
 # A worker's own memory is measured again after this many evaluations (it drifts by a few MB).
 BASELINE_EVERY = 16
 
+# Placeholders of a command template that only the node can fill (Rust renders the rest).
+MARK_PYTHON, MARK_CONFIG = "__REPROLAB_PYTHON__", "__REPROLAB_CONFIG__"
+MARK_RESULT, MARK_WORKDIR = "__REPROLAB_RESULT__", "__REPROLAB_WORKDIR__"
+
 _CREDENTIAL_URL = re.compile(r"://[^/?#@]*:[^/?#@]*@")
 
 
@@ -141,6 +145,34 @@ def _read(path):
             return f.read()
     except OSError:
         return None
+
+
+class Bounds:
+    """An evaluation's limits as the watchdog checks them (supervise.rs's order: wall clock,
+    memory of the tree, output size); `broken` names the first one past its bound."""
+
+    def __init__(self, limits, output):
+        self.timeout_s = limits["timeout_s"]
+        self.memory_kb = (limits.get("memory_mb") or 0) * 1024
+        self.output_bytes = (limits.get("output_mb") or 0) * 2**20
+        self.output = output
+
+    def broken(self, elapsed_s, used_kb):
+        if elapsed_s > self.timeout_s:
+            return "timeout"
+        if self.memory_kb and used_kb > self.memory_kb:
+            return "memory"
+        if (self.output_bytes and os.path.exists(self.output)
+                and os.path.getsize(self.output) > self.output_bytes):
+            return "output"
+        return None
+
+
+def _outputs(workdir):
+    """What Rust's `interpret` reads from a finished evaluation's work directory."""
+    return {"result": _read(os.path.join(workdir, "result.json")),
+            "epochs": _read(os.path.join(workdir, "epochs.jsonl")),
+            "output": _tail(os.path.join(workdir, "output.log"), OUTPUT_TAIL_BYTES)}
 
 
 class WorkerGone(Exception):
@@ -261,6 +293,8 @@ class Slot:
             subject_dir = self._materialise(subject[0], subject[1][0])
         except Exception as e:  # noqa: BLE001 - the machinery's failure, reported as such
             return {"infra": f"cannot unpack the subject on this node: {type(e).__name__}: {e}"}
+        if req.get("command"):
+            return self._command(req, subject_dir)
         last = None
         for _ in range(2):  # a worker that died is replaced and the evaluation tried once more
             try:
@@ -304,10 +338,56 @@ class Slot:
                                                                  limits, workdir)
             return {"exit_code": ended.get("exit_code"), "signal": ended.get("signal"),
                     "violation": violation, "peak_mb": peak_kb // 1024,
-                    "elapsed_s": elapsed, "node": self.node,
-                    "result": _read(os.path.join(workdir, "result.json")),
-                    "epochs": _read(os.path.join(workdir, "epochs.jsonl")),
-                    "output": _tail(os.path.join(workdir, "output.log"), OUTPUT_TAIL_BYTES)}
+                    "elapsed_s": elapsed, "node": self.node, **_outputs(workdir)}
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _command(self, req, subject_dir):
+        """A command-template subject: a fresh process per evaluation (script.rs's cold path),
+        `python -m reprolab.sandbox` between it and the slot, confined to its work directory.
+        The command line comes rendered by Rust with markers for the paths only this node
+        knows."""
+        workdir = tempfile.mkdtemp(prefix="c", dir=self.root)
+        try:
+            config = os.path.join(workdir, "config.json")
+            with open(config, "w") as f:
+                json.dump(req["config"], f)
+            line = req["command"]
+            for mark, value in ((MARK_PYTHON, sys.executable), (MARK_CONFIG, config),
+                                (MARK_RESULT, os.path.join(workdir, "result.json")),
+                                (MARK_WORKDIR, workdir)):
+                line = line.replace(mark, value)
+            argv = [sys.executable, "-m", "reprolab.sandbox", "--write", workdir]
+            argv += ["--netns"] if self.netns else []
+            argv += ["--", "sh", "-c", line]
+            if self.netns:
+                argv = ["unshare", "-rn", "--"] + argv
+            env = dict(self.env, REPROLAB_WORKDIR=workdir, TMPDIR=workdir,
+                       REPROLAB_MODE=req["mode"])
+            env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+            output = os.path.join(workdir, "output.log")
+            with open(output, "wb") as out:
+                proc = subprocess.Popen(argv, cwd=subject_dir, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=out, stderr=out, start_new_session=True)
+            bounds = Bounds(req["limits"], output)
+            start, violation, peak_kb = time.monotonic(), None, 0
+            while proc.poll() is None:
+                time.sleep(POLL_S)
+                used_kb = evaluation_kb(proc.pid, (0, 0), bounds.memory_kb)
+                peak_kb = max(peak_kb, used_kb)
+                violation = bounds.broken(time.monotonic() - start, used_kb)
+                if violation is not None:
+                    break
+            elapsed = time.monotonic() - start
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # the limit, or whatever it left behind
+            except OSError:
+                pass
+            code = proc.wait()
+            return {"exit_code": code if code >= 0 else None,
+                    "signal": -code if code < 0 else None,
+                    "violation": violation, "peak_mb": peak_kb // 1024, "elapsed_s": elapsed,
+                    "node": self.node, **_outputs(workdir)}
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
@@ -329,9 +409,7 @@ class Slot:
         """Wait for the child's end, killing its group when it breaks a limit; the first broken
         limit is the verdict (as supervise.rs decides it locally)."""
         start = time.monotonic()
-        output = os.path.join(workdir, "output.log")
-        memory_kb = (limits.get("memory_mb") or 0) * 1024
-        output_bytes = (limits.get("output_mb") or 0) * 2**20
+        bounds = Bounds(limits, os.path.join(workdir, "output.log"))
         violation, peak_kb, killed_at = None, 0, None
         while True:
             ev = w.next_event(POLL_S)
@@ -346,15 +424,9 @@ class Slot:
                     w.kill()  # it did not report the killed child: replace it
                     return {}, violation, peak_kb, time.monotonic() - start
                 continue
-            used_kb = evaluation_kb(w.host_pid, baseline_kb, memory_kb)
+            used_kb = evaluation_kb(w.host_pid, baseline_kb, bounds.memory_kb)
             peak_kb = max(peak_kb, used_kb)
-            elapsed = time.monotonic() - start
-            if elapsed > limits["timeout_s"]:
-                violation = "timeout"
-            elif memory_kb and used_kb > memory_kb:
-                violation = "memory"
-            elif output_bytes and os.path.exists(output) and os.path.getsize(output) > output_bytes:
-                violation = "output"
+            violation = bounds.broken(time.monotonic() - start, used_kb)
             if violation is not None:
                 try:
                     os.killpg(child, signal.SIGKILL)

@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,8 +32,16 @@ use crate::executor::{EvalRequest, Executor};
 use crate::result::{Exit, Finished, interpret};
 use crate::sandbox;
 use crate::scratch::Scratch;
+use crate::script::render;
 use crate::supervise::Violation;
 use crate::worker::{infra, keep_tail, killed_its_worker, tail_text};
+
+/// Placeholders of a rendered command template that the slot replaces with node-local paths
+/// (the same names in `reprolab.ray_slot`).
+const MARK_PYTHON: &str = "__REPROLAB_PYTHON__";
+const MARK_CONFIG: &str = "__REPROLAB_CONFIG__";
+const MARK_RESULT: &str = "__REPROLAB_RESULT__";
+const MARK_WORKDIR: &str = "__REPROLAB_WORKDIR__";
 
 /// How long the driver may take to join the cluster and start every slot (each imports torch).
 const STARTUP: Duration = Duration::from_secs(600);
@@ -229,14 +238,23 @@ impl RayExecutor {
 #[async_trait]
 impl Executor for RayExecutor {
     async fn run(&self, request: EvalRequest) -> Finished {
-        let entry = match &request.entry {
-            Entry::Callable { file, function } => format!("{file}:{function}"),
-            Entry::Command { .. } => {
-                return infra(
-                    "subjects whose entry is a command template run on --backend local only \
-                     (a callable entry, train.py:train, runs on Ray)"
-                        .into(),
+        // A command template is rendered here, so that its syntax has one implementation; the
+        // paths only the node knows (its Python, the run's files) stay markers the slot fills.
+        let (entry, command) = match &request.entry {
+            Entry::Callable { file, function } => (Some(format!("{file}:{function}")), None),
+            Entry::Command { template } => {
+                let line = render(
+                    template,
+                    Path::new(MARK_PYTHON),
+                    Path::new(MARK_CONFIG),
+                    request.seed,
+                    Path::new(MARK_RESULT),
+                    Path::new(MARK_WORKDIR),
                 );
+                match line {
+                    Ok(line) => (None, Some(line)),
+                    Err(e) => return infra(format!("command template `{template}`: {e}")),
+                }
             }
         };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
@@ -251,6 +269,7 @@ impl Executor for RayExecutor {
         }
         let msg = json!({
             "op": "eval", "id": id, "subject_dir": request.subject_dir, "entry": entry,
+            "command": command,
             "config": request.config, "seed": request.seed, "mode": request.mode,
             "framework": request.framework,
             "limits": {"timeout_s": request.limits.timeout_s, "memory_mb": request.limits.memory_mb,

@@ -290,6 +290,60 @@ fn every_outcome_kind_is_recorded_on_ray_as_locally() {
 }
 
 #[test]
+fn a_command_template_subject_runs_on_ray_with_the_same_outcomes() {
+    let Some((cluster, _turn)) = cluster() else {
+        return;
+    };
+    // The outcomes fixture as a plain script run through its command template, in a directory
+    // of its own (a Ray node gets the subject directory and nothing beside it).
+    let tmp = tempfile::tempdir().unwrap();
+    let subject_dir = tmp.path().join("outcomes-command");
+    std::fs::create_dir(&subject_dir).unwrap();
+    for f in ["train.py", "config.json"] {
+        std::fs::copy(fixture("outcomes").join(f), subject_dir.join(f)).unwrap();
+    }
+    let manifest = std::fs::read_to_string(fixture("outcomes").join("reprolab.toml"))
+        .unwrap()
+        .replace(
+            "callable = \"train.py:train\"",
+            "command = \"{python} train.py --config {config} --seed {seed} --out {result}\"",
+        );
+    std::fs::write(subject_dir.join("reprolab.toml"), manifest).unwrap();
+    let cfg = config_file(tmp.path(), "c.json", json!({"behavior": "by_seed"}));
+    let args = |cmd: &mut Command| {
+        cmd.args(["eval", "--json", "--runs", "8", "--no-cache", "--config"])
+            .arg(&cfg)
+            .arg(&subject_dir);
+    };
+    let mut local = reprolab(tmp.path());
+    args(&mut local);
+    let mut remote = on_ray(tmp.path(), cluster);
+    args(&mut remote);
+    let kinds = |v: &Value| -> Vec<String> {
+        outcomes(v)
+            .iter()
+            .map(|o| o["status"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (l, r) = (json(&run(&mut local)), json(&run(&mut remote)));
+    assert_eq!(
+        kinds(&r),
+        [
+            "ok",
+            "exception",
+            "timeout",
+            "oom",
+            "nan",
+            "output_limit",
+            "crash",
+            "crash"
+        ]
+    );
+    assert_eq!(kinds(&l), kinds(&r));
+    assert_eq!(outcomes(&l)[0], outcomes(&r)[0]);
+}
+
+#[test]
 fn repair_searches_the_same_trials_on_ray_as_locally() {
     let Some((cluster, _turn)) = cluster() else {
         return;
