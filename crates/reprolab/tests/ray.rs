@@ -536,6 +536,82 @@ fn without_an_address_a_local_head_lives_as_long_as_the_command() {
 }
 
 #[test]
+fn a_lost_cluster_turns_running_evaluations_into_infra_outcomes_and_keeps_finished_ones() {
+    let Some((_cluster, _turn)) = cluster() else {
+        return;
+    };
+    let raylets_before = raylets();
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config_file(tmp.path(), "slow.json", json!({"behavior": "slow"}));
+    // A local head of the command's own: losing it loses nothing of the shared cluster.
+    let child = reprolab(tmp.path())
+        .args([
+            "--backend",
+            "ray",
+            "-j",
+            "1",
+            "eval",
+            "--json",
+            "--runs",
+            "3",
+            "--config",
+        ])
+        .arg(&cfg)
+        .arg(fixture("outcomes"))
+        .env_remove("RAY_ADDRESS")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let store = tmp.path().join("store.db");
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        assert!(Instant::now() < deadline, "no evaluation finished in time");
+        std::thread::sleep(Duration::from_millis(100));
+        let n = reprolab_store::Store::open(&store)
+            .and_then(|s| s.count_evaluations())
+            .unwrap_or(0);
+        if n >= 1 {
+            break;
+        }
+    }
+    let drivers: Vec<i32> = pids_where(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+            String::from_utf8_lossy(&c).contains("reprolab.ray_driver")
+                && std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|d| d == tmp.path())
+        })
+    });
+    assert_eq!(drivers.len(), 1, "this command's driver");
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(drivers[0], libc::SIGKILL) };
+    let out = child.wait_with_output().unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "failed evaluations, not a crash"
+    );
+    let v = json(&out);
+    let kinds: Vec<String> = outcomes(&v)
+        .iter()
+        .map(|o| o["status"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds[0], "ok", "finished before the loss: {kinds:?}");
+    assert!(kinds[1..].iter().all(|k| k == "infra"), "{kinds:?}");
+    let reason = outcomes(&v)[2]["message"].as_str().unwrap().to_string();
+    assert!(reason.contains("Ray driver exited"), "{reason}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while raylets() > raylets_before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        raylets(),
+        raylets_before,
+        "the lost driver's head went with it"
+    );
+}
+
+#[test]
 fn an_unreachable_cluster_is_an_infrastructure_error_that_names_it() {
     let Some((_cluster, _turn)) = cluster() else {
         return;
