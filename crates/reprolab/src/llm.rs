@@ -1,6 +1,7 @@
 //! Wiring of the LLM layer: the `--llm*` flags every LLM-using command flattens in, the call log
 //! into the run store, and the one function that turns flags into a ready model stack.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -49,10 +50,72 @@ pub struct LlmArgs {
 }
 
 /// Writes every LLM call into the store's `llm_calls` table. A failed write is logged, not
-/// raised: losing a log row must not fail the experiment that made the call.
+/// raised: losing a log row must not fail the experiment that made the call. When the command
+/// is done with its model (the log is dropped), it prints what the calls cost, per model.
 pub struct StoreCallLog {
     store: Mutex<Store>,
     run_id: Option<i64>,
+    usage: Mutex<BTreeMap<String, Usage>>,
+}
+
+/// One model's calls in this command.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Usage {
+    calls: u64,
+    failed: u64,
+    replayed: u64,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    cost_usd: f64,
+    unpriced: u64,
+    latency_ms: u64,
+}
+
+impl Usage {
+    fn add(&mut self, c: &CallRecord) {
+        self.calls += 1;
+        self.failed += c.error.is_some() as u64;
+        self.replayed += c.replayed as u64;
+        self.prompt_tokens += c.prompt_tokens;
+        self.completion_tokens += c.completion_tokens;
+        match c.cost_usd {
+            Some(cost) => self.cost_usd += cost,
+            None if c.error.is_none() => self.unpriced += 1,
+            None => {}
+        }
+        self.latency_ms += c.latency_ms;
+    }
+
+    /// `openai:gpt-4o-mini: 4 calls (1 failed), 1,234 + 567 tokens, $0.0021, 2.1 s per call
+    /// (8.4 s in all)`.
+    fn line(&self, model: &str) -> String {
+        let mut notes = Vec::new();
+        if self.failed > 0 {
+            notes.push(format!("{} failed", self.failed));
+        }
+        if self.replayed > 0 {
+            notes.push(format!("{} replayed", self.replayed));
+        }
+        let notes = if notes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", notes.join(", "))
+        };
+        let cost = match (self.cost_usd > 0.0, self.unpriced) {
+            (_, 0) => format!("${:.4}", self.cost_usd),
+            (false, _) => "cost unknown (no price for this model)".into(),
+            (true, n) => format!("${:.4} + {n} unpriced", self.cost_usd),
+        };
+        let total_s = self.latency_ms as f64 / 1000.0;
+        format!(
+            "{model}: {}{notes}, {} prompt + {} completion tokens, {cost}, {:.1} s per call ({:.1} s in all)",
+            crate::plural::count(self.calls as usize, "call"),
+            self.prompt_tokens,
+            self.completion_tokens,
+            total_s / self.calls.max(1) as f64,
+            total_s
+        )
+    }
 }
 
 impl StoreCallLog {
@@ -60,6 +123,7 @@ impl StoreCallLog {
         StoreCallLog {
             store: Mutex::new(store),
             run_id,
+            usage: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -88,6 +152,17 @@ impl CallLog for StoreCallLog {
         };
         if let Err(e) = self.store().record_llm_call(&rec) {
             tracing::warn!("could not record an LLM call in the store: {e}");
+        }
+        let mut usage = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        usage.entry(c.model.clone()).or_default().add(c);
+    }
+}
+
+impl Drop for StoreCallLog {
+    fn drop(&mut self) {
+        let usage = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        for (model, u) in usage.iter() {
+            eprintln!("LLM usage, {}", u.line(model));
         }
     }
 }
@@ -181,4 +256,35 @@ pub fn open_with_log(
 /// The factory of `local:` models (the embedded GGUF runtime, [`crate::llm_local`]).
 pub fn local_factory(_g: &Global) -> Option<LocalFactory<'static>> {
     Some(&crate::llm_local::open)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_lines_say_calls_tokens_cost_and_latency() {
+        let call = |cost: Option<f64>, error: bool| CallRecord {
+            model: "m".into(),
+            request_hash: String::new(),
+            request: serde_json::Value::Null,
+            response: None,
+            error: error.then(|| "boom".to_string()),
+            prompt_tokens: 100,
+            completion_tokens: 20,
+            latency_ms: 1500,
+            cost_usd: cost,
+            replayed: false,
+        };
+        let mut u = Usage::default();
+        u.add(&call(Some(0.001), false));
+        u.add(&call(None, true));
+        assert_eq!(
+            u.line("openai:x"),
+            "openai:x: 2 calls (1 failed), 200 prompt + 40 completion tokens, $0.0010, 1.5 s per call (3.0 s in all)"
+        );
+        let mut free = Usage::default();
+        free.add(&call(None, false));
+        assert!(free.line("local:smollm2").contains("cost unknown"));
+    }
 }

@@ -49,6 +49,12 @@ fn chat_prints_answers_and_sends_the_options() {
         "{}",
         stderr(&out)
     );
+    assert!(
+        stderr(&out)
+            .contains("LLM usage, openai:fake-model: 1 call, 2 prompt + 2 completion tokens"),
+        "what the command's calls cost, per model: {}",
+        stderr(&out)
+    );
     let sent = &server.requests()[0];
     assert_eq!(sent.body["n"], 2);
     assert_eq!(sent.body["temperature"], 0.5);
