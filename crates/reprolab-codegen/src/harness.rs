@@ -181,6 +181,11 @@ impl Harness {
         self.inner.backend().await;
     }
 
+    /// Whether test runners were started (only when a sample or reference had to run).
+    pub fn runners_started(&self) -> bool {
+        self.inner.backend.get().is_some()
+    }
+
     /// Import times of the warm runners started so far (seconds each).
     pub fn runner_import_times(&self) -> Vec<f64> {
         self.inner

@@ -256,6 +256,10 @@ fn run_judges_every_kind_of_answer_and_resumes_from_the_store() {
     let v = json(&again);
     let ran = results.iter().filter(|r| r["status"] != "no_code").count() as u64;
     assert_eq!(v["cached"].as_u64(), Some(ran), "every sample reused");
+    assert_eq!(
+        v["runners_started"], false,
+        "nothing ran, so no test runner was started"
+    );
     let results2 = read_jsonl(&out_dir.join("results.jsonl"));
     let statuses = |rs: &[Value]| {
         rs.iter()

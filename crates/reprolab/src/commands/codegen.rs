@@ -201,8 +201,8 @@ async fn validate(g: &Global, a: &CodegenValidateArgs) -> Result<ExitCode> {
     let opts = options(g, &a.limits, a.fresh)?;
     let env = context::python_env(g).await?;
     let store = context::open_store(g)?;
+    // Runners start when a reference must really run: a validation the store answers starts none.
     let harness = Harness::new(env, Some(store), opts)?;
-    harness.warm_up().await;
 
     let pb = progress::bar(tasks.len() as u64, "references", g.json);
     let cb = bar_callback(&pb);
@@ -389,7 +389,7 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
         bail!("no answer in the generations belongs to the selected tasks");
     }
 
-    harness.warm_up().await;
+    // Runners start when a sample must really run: a run the store answers starts none.
     let pb = progress::bar(tasks.len() as u64, "references", g.json);
     let cb = bar_callback(&pb);
     let refs = harness.references(&tasks, &cb).await?;
@@ -424,6 +424,7 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
         .generations(&tasks, &gens, &by_task, on_done)
         .await?;
     pb.finish_and_clear();
+    let runners_started = harness.runners_started();
     harness.shutdown().await;
     if let Some(classifier) = &classifier {
         classify_failures(g, classifier, &tasks, &mut results).await?;
@@ -437,9 +438,8 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
     if g.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(
-                &json!({"summary": summary, "cached": cached, "report": html})
-            )?
+            serde_json::to_string_pretty(&json!({"summary": summary, "cached": cached,
+                        "runners_started": runners_started, "report": html}))?
         );
     } else {
         print_summary(&summary);
