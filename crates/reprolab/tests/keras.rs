@@ -103,9 +103,7 @@ fn keras_subject_evaluates_and_traces() {
 fn keras_real_fault_evaluates_and_its_fix_is_better() {
     let tmp = tempfile::tempdir().unwrap();
     let bench = repo().join("benchmarks/faults/real-keras");
-    let out = run(reprolab(tmp.path())
-        .args(["faults", "--json"])
-        .arg(&bench));
+    let out = run(reprolab(tmp.path()).args(["faults", "--json"]).arg(&bench));
     assert!(out.status.success());
     let list = json(&out);
     let faults = list.as_array().unwrap();
@@ -137,7 +135,10 @@ fn keras_real_fault_evaluates_and_its_fix_is_better() {
     };
     for acc in search("config.json") {
         // 82 of the 160 search rows are True.
-        assert!((acc - 0.5125).abs() < 1e-9, "the faulty program predicts True: {acc}");
+        assert!(
+            (acc - 0.5125).abs() < 1e-9,
+            "the faulty program predicts True: {acc}"
+        );
     }
     for acc in search("fixed.json") {
         assert!(acc > 0.9, "the fixed program learns: {acc}");
