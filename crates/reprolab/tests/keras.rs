@@ -95,3 +95,52 @@ fn keras_subject_evaluates_and_traces() {
     // A trace trains the model an evaluation trains (seed 0 both times).
     assert_eq!(t["outcome"]["search"], v["runs"][0]["outcome"]["search"]);
 }
+
+/// The bundled Keras real faults (benchmarks/faults/real-keras): listed as real faults with their
+/// measured records, and one of them, D1-keras (one epoch), trained for 2 runs of its faulty and
+/// of its fixed config: the softmax over one unit predicts True for every row, the fix learns.
+#[test]
+fn keras_real_fault_evaluates_and_its_fix_is_better() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bench = repo().join("benchmarks/faults/real-keras");
+    let out = run(reprolab(tmp.path()).args(["faults", "--json"]).arg(&bench));
+    assert!(out.status.success());
+    let list = json(&out);
+    let faults = list.as_array().unwrap();
+    assert_eq!(faults.len(), 6, "{list}");
+    for f in faults {
+        let rec = &f["fault"];
+        assert_eq!(rec["origin"], "real", "{f}");
+        assert!(rec["id"].as_str().unwrap().ends_with("-keras"), "{f}");
+        assert!(rec["runs"].as_u64().is_some(), "measured: {f}");
+    }
+    if let Some(reason) = keras_missing(tmp.path()) {
+        eprintln!("SKIPPED keras_real_fault_evaluates_and_its_fix_is_better: {reason}");
+        return;
+    }
+
+    let fault = bench.join("D1-keras");
+    let search = |config: &str| -> Vec<f64> {
+        let v = json(&run(reprolab(tmp.path())
+            .args(["eval", "--json", "--runs", "2", "--config"])
+            .arg(fault.join(config))
+            .arg(&fault)));
+        assert_eq!(v["failed"], 0, "{v}");
+        v["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["outcome"]["search"].as_f64().unwrap())
+            .collect()
+    };
+    for acc in search("config.json") {
+        // 82 of the 160 search rows are True.
+        assert!(
+            (acc - 0.5125).abs() < 1e-9,
+            "the faulty program predicts True: {acc}"
+        );
+    }
+    for acc in search("fixed.json") {
+        assert!(acc > 0.9, "the fixed program learns: {acc}");
+    }
+}
