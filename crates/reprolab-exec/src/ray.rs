@@ -27,7 +27,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::oneshot;
 
-use crate::env::{EnvError, PythonEnv};
+use crate::env::PythonEnv;
 use crate::executor::{EvalRequest, Executor};
 use crate::result::{Exit, Finished, interpret};
 use crate::sandbox;
@@ -61,8 +61,6 @@ pub struct RayOptions {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RayError {
-    #[error(transparent)]
-    Env(#[from] EnvError),
     #[error("cannot create the Ray backend's scratch directory")]
     Scratch(#[source] std::io::Error),
     #[error("cannot start the Ray driver {python}")]
