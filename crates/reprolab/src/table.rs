@@ -81,9 +81,16 @@ mod tests {
         ];
         let wrapped = render_within(&rows, Some(60));
         assert!(wrapped.lines().count() > 2, "{wrapped}");
-        assert!(wrapped.lines().all(|l| l.chars().count() <= 60), "{wrapped}");
+        assert!(
+            wrapped.lines().all(|l| l.chars().count() <= 60),
+            "{wrapped}"
+        );
         assert!(wrapped.contains("HLR") && wrapped.contains("explains"));
         let piped = render_within(&rows, None);
-        assert_eq!(piped.lines().count(), 2, "one line per row when not wrapping");
+        assert_eq!(
+            piped.lines().count(),
+            2,
+            "one line per row when not wrapping"
+        );
     }
 }

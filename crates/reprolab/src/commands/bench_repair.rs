@@ -120,10 +120,9 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
             let record = &record;
             async move {
                 let key = cell.key();
-                let row = repair_cell(ev_ref, subject, &cell, budget, engine, a, llm_ref)
+                let mut row = repair_cell(ev_ref, subject, &cell, budget, engine, a, llm_ref)
                     .await
                     .with_context(|| format!("repairing {key}"))?;
-                let mut row = row;
                 row.aj_after = bench::aj_after(&row, variants_ref);
                 record(row)
             }
