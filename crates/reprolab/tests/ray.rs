@@ -416,6 +416,31 @@ fn processes_named(prefix: &str) -> Vec<i32> {
     })
 }
 
+/// The raylet count once it is back to `expected` (or after 30 s): a stopped head's processes
+/// take a moment to go.
+fn raylets_after_settling(expected: usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while raylets() > expected && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    raylets()
+}
+
+/// Wait until the store at `path` holds at least `n` evaluations; how many it holds then.
+fn stored_at_least(path: &Path, n: u64) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        assert!(Instant::now() < deadline, "no evaluation finished in time");
+        std::thread::sleep(Duration::from_millis(100));
+        let stored = reprolab_store::Store::open(path)
+            .and_then(|s| s.count_evaluations())
+            .unwrap_or(0);
+        if stored >= n {
+            return stored;
+        }
+    }
+}
+
 fn raylets() -> usize {
     pids_where(|pid| {
         std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "raylet")
@@ -479,17 +504,7 @@ fn a_killed_reprolab_resumes_on_ray_without_retraining() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(300);
-    let finished_before_kill = loop {
-        assert!(Instant::now() < deadline, "no evaluation finished in time");
-        std::thread::sleep(Duration::from_millis(100));
-        let n = reprolab_store::Store::open(&store)
-            .and_then(|s| s.count_evaluations())
-            .unwrap_or(0);
-        if n >= 2 {
-            break n;
-        }
-    };
+    let finished_before_kill = stored_at_least(&store, 2);
     child.kill().unwrap();
     child.wait().unwrap();
     let kept = reprolab_store::Store::open(&store)
@@ -528,11 +543,11 @@ fn without_an_address_a_local_head_lives_as_long_as_the_command() {
         .arg(subject("digits-mlp")));
     assert!(out.status.success());
     assert_eq!(trained(&json(&out)), 2);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while raylets() > before && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    assert_eq!(raylets(), before, "the command's own head was stopped");
+    assert_eq!(
+        raylets_after_settling(before),
+        before,
+        "the command's own head was stopped"
+    );
 }
 
 #[test]
@@ -564,17 +579,7 @@ fn a_lost_cluster_turns_running_evaluations_into_infra_outcomes_and_keeps_finish
         .spawn()
         .unwrap();
     let store = tmp.path().join("store.db");
-    let deadline = Instant::now() + Duration::from_secs(180);
-    loop {
-        assert!(Instant::now() < deadline, "no evaluation finished in time");
-        std::thread::sleep(Duration::from_millis(100));
-        let n = reprolab_store::Store::open(&store)
-            .and_then(|s| s.count_evaluations())
-            .unwrap_or(0);
-        if n >= 1 {
-            break;
-        }
-    }
+    stored_at_least(&store, 1);
     let drivers: Vec<i32> = pids_where(|pid| {
         std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
             String::from_utf8_lossy(&c).contains("reprolab.ray_driver")
@@ -609,12 +614,8 @@ fn a_lost_cluster_turns_running_evaluations_into_infra_outcomes_and_keeps_finish
         .unwrap();
     let reason = lost["message"].as_str().unwrap().to_string();
     assert!(reason.contains("Ray driver exited"), "{reason}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while raylets() > raylets_before && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(200));
-    }
     assert_eq!(
-        raylets(),
+        raylets_after_settling(raylets_before),
         raylets_before,
         "the lost driver's head went with it"
     );
