@@ -263,6 +263,38 @@ pub fn sort_rows(rows: &mut [Row], setup: &Setup) {
     });
 }
 
+/// Median IR per fault (rows) and engine × budget (columns), outlined where most repeats gave a
+/// significant patch: which engine repairs which fault, at a glance.
+fn ir_heatmap(rows: &[Row]) -> Figure {
+    let faults = first_seen(rows, |r| r.fault.clone());
+    let columns = groups(rows);
+    let cells = faults
+        .iter()
+        .map(|fault| {
+            columns
+                .iter()
+                .map(|(_, rs)| {
+                    let mine: Vec<&&Row> = rs.iter().filter(|r| &r.fault == fault).collect();
+                    let significant = mine.iter().filter(|r| r.significant).count();
+                    svg::HeatCell {
+                        value: crate::agg::median(mine.iter().filter_map(|r| r.ir).collect()),
+                        mark: !mine.is_empty() && 2 * significant > mine.len(),
+                    }
+                })
+                .collect()
+        })
+        .collect::<Vec<_>>();
+    let labels: Vec<String> = columns
+        .iter()
+        .map(|((e, b), _)| format!("{e} {b}"))
+        .collect();
+    Figure {
+        name: "ir-heatmap".into(),
+        caption: "Median IR per fault and engine × budget over repeats (red below 0, green towards 1; outlined and bold: a significant patch in most repeats; -: no IR, the fault has no known fix)".into(),
+        svg: svg::heatmap("Improvement rate per fault", &faults, &labels, &cells, (-1.0, 1.0)),
+    }
+}
+
 /// The rows per (engine, budget), in the order engines and budgets appear.
 pub fn groups(rows: &[Row]) -> Vec<((String, String), Vec<&Row>)> {
     first_seen(rows, |r| (r.engine.clone(), r.budget.clone()))
@@ -421,7 +453,9 @@ pub fn build_report(results: &Results, setup: &Setup) -> Report {
             .into(),
         svg: svg::boxplot_in("Improvement rate", "IR", &ir_groups, Some((-1.0, 1.5))),
     };
+    let mut fig3_section_figures = vec![fig3];
     let faults = first_seen(rows, |r| r.fault.clone()).len();
+    fig3_section_figures.push(ir_heatmap(rows));
     let anytime = anytime::figures(rows).map(|figures| Section {
         heading: "Anytime: best so far against budget spent".into(),
         figures,
@@ -458,7 +492,7 @@ pub fn build_report(results: &Results, setup: &Setup) -> Report {
             },
             Section {
                 heading: "Figure 3: improvement rate".into(),
-                figures: vec![fig3],
+                figures: fig3_section_figures,
                 tables: vec![t_summary],
                 ..Section::default()
             },

@@ -430,6 +430,94 @@ pub fn line_chart(
     s
 }
 
+/// One cell of a [`heatmap`]: its value (`None`: no data) and whether it is marked (outlined and
+/// bold, e.g. significant).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeatCell {
+    pub value: Option<f64>,
+    pub mark: bool,
+}
+
+/// A grid of values, coloured on a diverging scale clamped to `range` (red below zero, green
+/// above, white at zero), each cell labelled with its value; marked cells are outlined and bold.
+pub fn heatmap(
+    title: &str,
+    rows: &[String],
+    columns: &[String],
+    cells: &[Vec<HeatCell>],
+    range: (f64, f64),
+) -> String {
+    let label_w = rows
+        .iter()
+        .map(|r| r.chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 48) as f64
+        * 7.0
+        + 12.0;
+    let (cell_w, cell_h, top) = (74.0, 22.0, 64.0);
+    let w = label_w + cell_w * columns.len().max(1) as f64 + 20.0;
+    let h = top + cell_h * rows.len().max(1) as f64 + 16.0;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <text x=\"{}\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n",
+        w / 2.0,
+        esc(title)
+    );
+    for (j, c) in columns.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            label_w + cell_w * (j as f64 + 0.5),
+            top - 8.0,
+            esc(c)
+        );
+    }
+    let (lo, hi) = range;
+    let colour = |v: f64| {
+        // White at 0, towards red (228,87,86) below and green (84,162,75) above.
+        let (t, (r, g, b)) = if v < 0.0 {
+            ((v / lo).clamp(0.0, 1.0), (228.0, 87.0, 86.0))
+        } else {
+            ((v / hi).clamp(0.0, 1.0), (84.0, 162.0, 75.0))
+        };
+        let mix = |c: f64| (255.0 + (c - 255.0) * t).round() as u8;
+        format!("rgb({},{},{})", mix(r), mix(g), mix(b))
+    };
+    for (i, label) in rows.iter().enumerate() {
+        let y = top + cell_h * i as f64;
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            label_w - 6.0,
+            y + cell_h * 0.7,
+            esc(label)
+        );
+        for (j, cell) in cells.get(i).into_iter().flatten().enumerate() {
+            let x = label_w + cell_w * j as f64;
+            let (fill, text) = match cell.value {
+                Some(v) if v.is_finite() => (colour(v), format!("{v:.2}")),
+                _ => ("#f3f3f3".to_string(), "-".to_string()),
+            };
+            let (stroke, weight) = if cell.mark {
+                ("#222", "bold")
+            } else {
+                ("#fff", "normal")
+            };
+            let _ = writeln!(
+                s,
+                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{fill}\" stroke=\"{stroke}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-weight=\"{weight}\">{text}</text>",
+                cell_w - 2.0,
+                cell_h - 2.0,
+                x + cell_w / 2.0 - 1.0,
+                y + cell_h * 0.7
+            );
+        }
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
 /// A value as a short label: integers without decimals, others with two.
 fn number(v: f64) -> String {
     if (v - v.round()).abs() < 1e-9 {
@@ -442,6 +530,37 @@ fn number(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_heatmap_colours_signs_apart_and_outlines_marked_cells() {
+        let cell = |v: Option<f64>, mark| HeatCell { value: v, mark };
+        let svg = heatmap(
+            "IR",
+            &["f1".into(), "f2".into()],
+            &["random 10x".into(), "guided 10x".into()],
+            &[
+                vec![cell(Some(1.0), true), cell(Some(-0.5), false)],
+                vec![cell(None, false), cell(Some(0.0), false)],
+            ],
+            (-1.0, 1.0),
+        );
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let fills: Vec<&str> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("rect"))
+            .filter_map(|n| n.attribute("fill"))
+            .collect();
+        assert_eq!(
+            fills,
+            [
+                "rgb(84,162,75)",
+                "rgb(242,171,171)",
+                "#f3f3f3",
+                "rgb(255,255,255)"
+            ]
+        );
+        assert_eq!(svg.matches("font-weight=\"bold\"").count(), 1);
+    }
 
     #[test]
     fn ticks_fall_on_round_numbers() {
