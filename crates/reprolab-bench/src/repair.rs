@@ -363,17 +363,27 @@ pub fn summary_rows(rows: &[Row], after: bool) -> Vec<Vec<String>> {
 /// most repeats are significant.
 pub fn table9(rows: &[Row]) -> Table {
     let cols: Vec<(String, String)> = groups(rows).into_iter().map(|(k, _)| k).collect();
-    let mut headers = vec!["fault".to_string(), "faulty".into(), "ground truth".into()];
+    let mut headers = vec![
+        "fault".to_string(),
+        "goal".into(),
+        "faulty".into(),
+        "ground truth".into(),
+    ];
     headers.extend(cols.iter().map(|(e, b)| format!("{e} {b}")));
     let mut t9 = Table {
-        caption: "Patched metric on the holdout split: mean ± σ over repeats (bold: significant improvement in most repeats)".into(),
+        caption: "Patched metric on the holdout split: mean ± σ over repeats (goal: whether higher or lower is better; bold: significant improvement in most repeats)".into(),
         headers,
         rows: Vec::new(),
     };
     for f in first_seen(rows, |r| r.fault.clone()) {
         let fr: Vec<&Row> = rows.iter().filter(|r| r.fault == f).collect();
+        let goal = match fr[0].goal {
+            Goal::Max => "max ↑",
+            Goal::Min => "min ↓",
+        };
         let mut line: Vec<Cell> = vec![
             f.clone().into(),
+            goal.into(),
             fmt3(mean(&fr.iter().map(|r| r.faulty_mean).collect::<Vec<_>>())).into(),
             fmt3(fr.iter().find_map(|r| r.gt_mean)).into(),
         ];

@@ -56,9 +56,9 @@ fn rebuilt_repair_report(
     repair::build_report(&results, setup)
 }
 
-/// With `REPROLAB_WRITE_FIGURES` set, the rebuilt report's figures and HTML page are written
-/// into its directory: how the committed pages follow a change of the plots (the Markdown is
-/// what the tests compare).
+/// With `REPROLAB_WRITE_FIGURES` set, the rebuilt report (Markdown, HTML page, figures) is
+/// written into its directory: how the committed reports follow a change of the report's
+/// layout, from the same measured rows. Review the diff: only the layout may change.
 fn write_figures_if_asked(dir: &str, report: &reprolab_report::Report) {
     if std::env::var_os("REPROLAB_WRITE_FIGURES").is_none() {
         return;
@@ -69,6 +69,7 @@ fn write_figures_if_asked(dir: &str, report: &reprolab_report::Report) {
         std::fs::write(dir.join("figures").join(format!("{}.svg", f.name)), &f.svg).unwrap();
     }
     std::fs::write(dir.join("report.html"), report.to_html()).unwrap();
+    std::fs::write(dir.join("report.md"), report.to_markdown()).unwrap();
 }
 
 #[test]

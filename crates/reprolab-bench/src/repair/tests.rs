@@ -81,17 +81,17 @@ fn table9_gives_mean_and_sigma_bold_when_most_repeats_are_significant() {
     let t = table9(&rows());
     assert_eq!(
         t.headers,
-        ["fault", "faulty", "ground truth", "random 10x", "bohb 10x"]
+        ["fault", "goal", "faulty", "ground truth", "random 10x", "bohb 10x"]
     );
     let a = &t.rows[0];
-    assert_eq!(a[0].text, "a");
-    assert_eq!((a[1].text.as_str(), a[2].text.as_str()), ("0.500", "0.900"));
+    assert_eq!((a[0].text.as_str(), a[1].text.as_str()), ("a", "max ↑"));
+    assert_eq!((a[2].text.as_str(), a[3].text.as_str()), ("0.500", "0.900"));
     // One of two repeats significant: not bold; two of two: bold.
-    assert_eq!(a[3].text, "0.700 ± 0.283");
-    assert!(!a[3].mark);
-    assert_eq!(a[4].text, "0.750 ± 0.071");
-    assert!(a[4].mark);
-    assert!(!t.rows[1][4].mark);
+    assert_eq!(a[4].text, "0.700 ± 0.283");
+    assert!(!a[4].mark);
+    assert_eq!(a[5].text, "0.750 ± 0.071");
+    assert!(a[5].mark);
+    assert!(!t.rows[1][5].mark);
 }
 
 #[test]
