@@ -40,14 +40,22 @@ pub struct TaskRow {
     pub statuses: BTreeMap<Status, u64>,
 }
 
+/// pass@k of a group: `None` when the group has no task. The same `{k, value}` shape as
+/// [`PassAt`], so that every pass@k in `summary.json` reads alike.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct GroupPassAt {
+    pub k: u64,
+    pub value: Option<f64>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupRow {
     pub name: String,
     pub title: String,
     pub tasks: usize,
     pub samples: u64,
-    /// One entry per reported k; `None` when the group has no task.
-    pub pass_at: Vec<Option<f64>>,
+    /// One entry per reported k.
+    pub pass_at: Vec<GroupPassAt>,
     pub partial: Option<f64>,
 }
 
@@ -208,12 +216,13 @@ fn group<T: LabelValue>(rows: &[TaskRow], ks: &[u64], of: impl Fn(&Labels) -> T)
             let members: Vec<&TaskRow> = rows.iter().filter(|r| of(&r.labels) == v).collect();
             let pass_at = ks
                 .iter()
-                .map(|&k| {
-                    mean(
+                .map(|&k| GroupPassAt {
+                    k,
+                    value: mean(
                         members
                             .iter()
                             .filter_map(|r| r.pass_at.iter().find(|p| p.k == k).map(|p| p.value)),
-                    )
+                    ),
                 })
                 .collect();
             GroupRow {
@@ -476,9 +485,10 @@ mod tests {
         );
         let training = s.by_stage.iter().find(|g| g.name == "training").unwrap();
         assert_eq!(training.tasks, 1);
-        assert!((training.pass_at[0].unwrap() - 0.3).abs() < 1e-12);
+        assert!((training.pass_at[0].value.unwrap() - 0.3).abs() < 1e-12);
+        assert_eq!(training.pass_at[0].k, 1);
         let eval = s.by_stage.iter().find(|g| g.name == "evaluation").unwrap();
-        assert_eq!((eval.tasks, eval.pass_at[0]), (0, None));
+        assert_eq!((eval.tasks, eval.pass_at[0].value), (0, None));
         assert_eq!(s.failures, 17);
         assert_eq!(s.taxonomy[0].count, 17);
         assert_eq!(s.rules["type_mismatch"], 17);

@@ -76,7 +76,7 @@ fn group_table(caption: &str, first: &str, rows: &[GroupRow], ks: &[u64]) -> Tab
                     g.tasks.to_string().into(),
                     g.samples.to_string().into(),
                 ];
-                r.extend(g.pass_at.iter().map(|p| Cell::from(opt_pct(*p))));
+                r.extend(g.pass_at.iter().map(|p| Cell::from(opt_pct(p.value))));
                 r.push(opt_pct(g.partial).into());
                 r
             })
@@ -91,7 +91,7 @@ fn group_figure(name: &str, title: &str, rows: &[GroupRow], ks: &[u64]) -> Optio
     let bars: Vec<(String, f64)> = rows
         .iter()
         .filter(|g| g.tasks > 0)
-        .map(|g| (g.title.clone(), 100.0 * g.pass_at[0].unwrap_or(0.0)))
+        .map(|g| (g.title.clone(), 100.0 * g.pass_at[0].value.unwrap_or(0.0)))
         .collect();
     Some(Figure {
         name: name.into(),

@@ -234,6 +234,11 @@ fn run_judges_every_kind_of_answer_and_resumes_from_the_store() {
     let expected = per_task.values().map(|(n, c)| c / n).sum::<f64>() / per_task.len() as f64;
     assert_eq!(summary["ks"], serde_json::json!([1]));
     assert!((summary["pass_at"][0]["value"].as_f64().unwrap() - expected).abs() < 1e-12);
+    // One shape for pass@k everywhere: {k, value} overall, per task and per group.
+    for group in summary["by_stage"].as_array().unwrap() {
+        assert_eq!(group["pass_at"][0]["k"], 1, "{group}");
+        assert!(group["pass_at"][0].get("value").is_some(), "{group}");
+    }
     assert_eq!(summary["statuses"]["infra"], 0);
 
     // Reports

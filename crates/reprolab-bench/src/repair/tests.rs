@@ -81,7 +81,14 @@ fn table9_gives_mean_and_sigma_bold_when_most_repeats_are_significant() {
     let t = table9(&rows());
     assert_eq!(
         t.headers,
-        ["fault", "goal", "faulty", "ground truth", "random 10x", "bohb 10x"]
+        [
+            "fault",
+            "goal",
+            "faulty",
+            "ground truth",
+            "random 10x",
+            "bohb 10x"
+        ]
     );
     let a = &t.rows[0];
     assert_eq!((a[0].text.as_str(), a[1].text.as_str()), ("a", "max ↑"));
