@@ -103,8 +103,7 @@ def _rss_kb(pid):
         return 0
 
 
-def _tree_kb(root, per_process):
-    kids = _children_map()
+def _tree_kb(root, per_process, kids):
     total, stack = 0, [root]
     while stack:
         pid = stack.pop()
@@ -115,17 +114,19 @@ def _tree_kb(root, per_process):
 
 def tree_memory_kb(root):
     """(RSS, PSS) in kB of `root` and every process below it."""
-    return _tree_kb(root, _rss_kb), _tree_kb(root, _pss_kb)
+    kids = _children_map()
+    return _tree_kb(root, _rss_kb, kids), _tree_kb(root, _pss_kb, kids)
 
 
 def evaluation_kb(root, baseline, limit_kb):
     """What an evaluation adds to the worker's tree, as proctree.rs measures it: RSS (an upper
     bound, ~0.01 ms a process) at every look, PSS (~9 ms for a torch process) only once the
     bound passes the limit."""
-    rss = max(0, _tree_kb(root, _rss_kb) - baseline[0])
+    kids = _children_map()
+    rss = max(0, _tree_kb(root, _rss_kb, kids) - baseline[0])
     if not limit_kb or rss <= limit_kb:
         return rss
-    return max(0, _tree_kb(root, _pss_kb) - baseline[1])
+    return max(0, _tree_kb(root, _pss_kb, kids) - baseline[1])
 
 
 def _tail(path, limit):

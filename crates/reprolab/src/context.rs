@@ -24,17 +24,28 @@ pub fn env_options(g: &Global) -> EnvOptions {
 /// Provision (on first use) and return the Python environment, with a spinner meanwhile.
 pub async fn python_env(g: &Global) -> Result<PythonEnv> {
     let opts = env_options(g);
-    let json = g.json;
-    tokio::task::spawn_blocking(move || {
-        let sp = progress::spinner("python env", json);
-        let result =
-            reprolab_exec::env::ensure(&opts, &|line: &str| sp.set_message(line.to_string()));
-        sp.finish_and_clear();
-        result
+    blocking_with_spinner("python env", g.json, move |progress| {
+        reprolab_exec::env::ensure(&opts, progress)
     })
     .await
     .context(Infrastructure("preparing the Python environment"))?
     .context("preparing the Python environment")
+}
+
+/// Run `job` (provisioning: blocking, long on first use) off the async runtime, its progress
+/// lines shown on a spinner labelled `label`.
+async fn blocking_with_spinner<T: Send + 'static>(
+    label: &'static str,
+    json: bool,
+    job: impl FnOnce(&dyn Fn(&str)) -> T + Send + 'static,
+) -> Result<T, tokio::task::JoinError> {
+    tokio::task::spawn_blocking(move || {
+        let sp = progress::spinner(label, json);
+        let result = job(&|line: &str| sp.set_message(line.to_string()));
+        sp.finish_and_clear();
+        result
+    })
+    .await
 }
 
 pub fn store_path(g: &Global) -> PathBuf {
@@ -98,14 +109,8 @@ pub async fn ray_executor(g: &Global, env: &PythonEnv) -> Result<RayExecutor> {
 /// Make Ray importable in the environment (installed on first use), with a spinner meanwhile.
 pub async fn ensure_ray(g: &Global, env: &PythonEnv) -> Result<()> {
     let installing = env.clone();
-    let json = g.json;
-    tokio::task::spawn_blocking(move || {
-        let sp = progress::spinner("ray", json);
-        let result = reprolab_exec::env::ensure_ray(&installing, &|line: &str| {
-            sp.set_message(line.to_string())
-        });
-        sp.finish_and_clear();
-        result
+    blocking_with_spinner("ray", g.json, move |progress| {
+        reprolab_exec::env::ensure_ray(&installing, progress)
     })
     .await
     .context(Infrastructure("installing Ray"))?
