@@ -296,10 +296,24 @@ class Slot:
             return {"infra": f"cannot unpack the subject on this node: {type(e).__name__}: {e}"}
         if req.get("command"):
             return self._command(req, subject_dir)
+        return self._in_worker(lambda: self._eval(req, subject_dir))
+
+    def script(self, req, paths):
+        """Run one reproduction script (`reprolab.repro` in a forked child of the warm worker,
+        as the local pool runs it); `paths` are the import directories it may use (`--repo`),
+        each `[hash, [object ref]]` like a subject."""
+        try:
+            dirs = [self._materialise(p[0], p[1][0]) for p in paths]
+        except Exception as e:  # noqa: BLE001 - the machinery's failure, reported as such
+            return {"infra": f"cannot unpack an import directory on this node: "
+                             f"{type(e).__name__}: {e}"}
+        return self._in_worker(lambda: self._script(req, dirs))
+
+    def _in_worker(self, run):
         last = None
-        for _ in range(2):  # a worker that died is replaced and the evaluation tried once more
+        for _ in range(2):  # a worker that died is replaced and the run tried once more
             try:
-                return self._eval(req, subject_dir)
+                return run()
             except WorkerGone as e:
                 last = str(e)
                 if self.worker is not None:
@@ -340,6 +354,29 @@ class Slot:
             return {"exit_code": ended.get("exit_code"), "signal": ended.get("signal"),
                     "violation": violation, "peak_mb": peak_kb // 1024,
                     "elapsed_s": elapsed, "node": self.node, **_outputs(workdir)}
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _script(self, req, dirs):
+        w = self._worker()
+        workdir = tempfile.mkdtemp(prefix="s", dir=self.root)
+        try:
+            script, out = os.path.join(workdir, "reproduce.py"), os.path.join(workdir, "observed")
+            with open(script, "w", encoding="utf-8") as f:
+                f.write(req["source"])
+            os.mkdir(out)
+            baseline = w.baseline()
+            w.send({"op": "script", "id": req["id"], "script": script, "seed": req["seed"],
+                    "out": out, "paths": dirs, "workdir": workdir})
+            child = self._started(w, req["id"])
+            ended, violation, peak_kb, elapsed = self._supervise(w, req["id"], child, baseline,
+                                                                 req["limits"], workdir)
+            observed = {name: _read(os.path.join(out, name)) for name in sorted(os.listdir(out))
+                        if os.path.isfile(os.path.join(out, name))}
+            return {"exit_code": ended.get("exit_code"), "signal": ended.get("signal"),
+                    "violation": violation, "peak_mb": peak_kb // 1024, "elapsed_s": elapsed,
+                    "node": self.node, "workdir": workdir, "observed": observed,
+                    "output": _tail(os.path.join(workdir, "output.log"), OUTPUT_TAIL_BYTES)}
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 

@@ -29,7 +29,8 @@ use tokio::sync::oneshot;
 
 use crate::env::PythonEnv;
 use crate::executor::{EvalRequest, Executor};
-use crate::result::{Exit, Finished, interpret};
+use crate::pool::{ScriptFailure, ScriptJob, ScriptRun};
+use crate::result::{Exit, Finished, OUTPUT_TAIL_BYTES, interpret};
 use crate::sandbox;
 use crate::scratch::Scratch;
 use crate::script::render;
@@ -108,6 +109,7 @@ pub struct RayExecutor {
     pending: Arc<Mutex<Pending>>,
     next_id: AtomicU64,
     scratch: Scratch,
+    env_id: String,
 }
 
 impl RayExecutor {
@@ -180,12 +182,86 @@ impl RayExecutor {
             pending,
             next_id: AtomicU64::new(0),
             scratch,
+            env_id: env.id.clone(),
         })
     }
 
-    fn gone(&self) -> Finished {
+    /// Why the driver cannot answer.
+    fn gone(&self) -> String {
         let why = self.pending.lock().unwrap().gone.clone();
-        infra(why.unwrap_or_else(|| "the Ray driver stopped answering".into()))
+        why.unwrap_or_else(|| "the Ray driver stopped answering".into())
+    }
+
+    /// Send `msg` (given a fresh id) to the driver and wait for its `done` event; `Err` says
+    /// why none will come.
+    async fn ask(&self, mut msg: Value) -> Result<Value, String> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
+        msg["id"] = json!(id);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut p = self.pending.lock().unwrap();
+            if p.gone.is_some() {
+                drop(p);
+                return Err(self.gone());
+            }
+            p.waiting.insert(id.clone(), tx);
+        }
+        let sent = match self.stdin.lock().await.as_mut() {
+            Some(stdin) => stdin.write_all(format!("{msg}\n").as_bytes()).await,
+            None => Err(std::io::Error::other("the Ray backend was shut down")),
+        };
+        if sent.is_err() {
+            self.pending.lock().unwrap().waiting.remove(&id);
+            return Err(self.gone());
+        }
+        rx.await.map_err(|_| self.gone())
+    }
+
+    /// Run a reproduction script in a slot's warm worker, as [`WorkerPool::run_script`] does
+    /// locally: the files it recorded land in `job.keep`, its import directories travel by
+    /// content. The slot runs this executor's environment, so `job` must be meant for it
+    /// ([`RayExecutor::env_id`]).
+    ///
+    /// [`WorkerPool::run_script`]: crate::pool::WorkerPool::run_script
+    pub async fn run_script(&self, job: &ScriptJob) -> Result<ScriptRun, ScriptFailure> {
+        let msg = json!({
+            "op": "script", "source": job.source, "seed": job.seed, "paths": job.paths,
+            "limits": limits_json(&job.limits),
+        });
+        let ev = self.ask(msg).await.map_err(ScriptFailure::Infra)?;
+        if let Some(message) = ev["infra"].as_str() {
+            return Err(ScriptFailure::Infra(message.to_string()));
+        }
+        if let Some(message) = ev["died"].as_str() {
+            return Err(ScriptFailure::KilledWorker {
+                tries: 2,
+                message: message.to_string(),
+            });
+        }
+        for (name, text) in ev["observed"].as_object().into_iter().flatten() {
+            // A plain file name: what the slot sends cannot write outside `keep`.
+            let plain = Path::new(name)
+                .file_name()
+                .is_some_and(|f| f == name.as_str());
+            if let (true, Some(text)) = (plain, text.as_str()) {
+                std::fs::write(job.keep.join(name), text).map_err(|e| {
+                    ScriptFailure::Infra(format!("cannot write {name} of a Ray script run: {e}"))
+                })?;
+            }
+        }
+        Ok(ScriptRun {
+            exit: exit_of(&ev),
+            violation: violation_of(&ev),
+            peak_mb: ev["peak_mb"].as_u64().unwrap_or(0),
+            duration_s: ev["elapsed_s"].as_f64().unwrap_or(0.0),
+            output_tail: tail_of(ev["output"].as_str().unwrap_or(""), OUTPUT_TAIL_BYTES),
+            workdir: ev["workdir"].as_str().unwrap_or_default().into(),
+        })
+    }
+
+    /// The id of the environment the slots run (scripts for another one run elsewhere).
+    pub fn env_id(&self) -> &str {
+        &self.env_id
     }
 
     /// The outcome of what a slot sent back, decided as a local evaluation's is.
@@ -211,19 +287,14 @@ impl RayExecutor {
                 return infra(format!("cannot write {file} of a Ray evaluation: {e}"));
             }
         }
-        let violation = match ev["violation"].as_str() {
-            Some("timeout") => Some(Violation::Timeout),
-            Some("memory") => Some(Violation::Memory),
-            Some("output") => Some(Violation::Output),
-            _ => None,
-        };
-        let exit = Exit {
-            code: ev["exit_code"].as_i64().map(|c| c as i32),
-            signal: ev["signal"].as_i64().map(|s| s as i32),
-        };
         let peak_mb = ev["peak_mb"].as_u64().unwrap_or(0);
-        let (outcome, epochs, output_tail) =
-            interpret(workdir.path(), exit, violation, peak_mb, limits);
+        let (outcome, epochs, output_tail) = interpret(
+            workdir.path(),
+            exit_of(ev),
+            violation_of(ev),
+            peak_mb,
+            limits,
+        );
         Finished {
             outcome,
             epochs,
@@ -255,35 +326,15 @@ impl Executor for RayExecutor {
                 }
             }
         };
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut p = self.pending.lock().unwrap();
-            if p.gone.is_some() {
-                drop(p);
-                return self.gone();
-            }
-            p.waiting.insert(id.clone(), tx);
-        }
         let msg = json!({
-            "op": "eval", "id": id, "subject_dir": request.subject_dir, "entry": entry,
+            "op": "eval", "subject_dir": request.subject_dir, "entry": entry,
             "command": command,
             "config": request.config, "seed": request.seed, "mode": request.mode,
-            "framework": request.framework,
-            "limits": {"timeout_s": request.limits.timeout_s, "memory_mb": request.limits.memory_mb,
-                       "output_mb": request.limits.output_mb},
+            "framework": request.framework, "limits": limits_json(&request.limits),
         });
-        let sent = match self.stdin.lock().await.as_mut() {
-            Some(stdin) => stdin.write_all(format!("{msg}\n").as_bytes()).await,
-            None => Err(std::io::Error::other("the Ray backend was shut down")),
-        };
-        if sent.is_err() {
-            self.pending.lock().unwrap().waiting.remove(&id);
-            return self.gone();
-        }
-        match rx.await {
+        match self.ask(msg).await {
             Ok(ev) => self.finish(&ev, &request.limits),
-            Err(_) => self.gone(),
+            Err(why) => infra(why),
         }
     }
 
@@ -312,6 +363,38 @@ impl Drop for RayExecutor {
             kill_tree(&mut child);
         }
     }
+}
+
+fn limits_json(limits: &Limits) -> Value {
+    json!({"timeout_s": limits.timeout_s, "memory_mb": limits.memory_mb,
+           "output_mb": limits.output_mb})
+}
+
+fn exit_of(ev: &Value) -> Exit {
+    Exit {
+        code: ev["exit_code"].as_i64().map(|c| c as i32),
+        signal: ev["signal"].as_i64().map(|s| s as i32),
+    }
+}
+
+fn violation_of(ev: &Value) -> Option<Violation> {
+    match ev["violation"].as_str() {
+        Some("timeout") => Some(Violation::Timeout),
+        Some("memory") => Some(Violation::Memory),
+        Some("output") => Some(Violation::Output),
+        _ => None,
+    }
+}
+
+/// The last `max` bytes of `text`, cut at a character boundary (as [`read_tail`] keeps a file's).
+///
+/// [`read_tail`]: crate::result::read_tail
+fn tail_of(text: &str, max: u64) -> String {
+    let mut start = text.len().saturating_sub(max as usize);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
 }
 
 fn kill_tree(child: &mut Child) {

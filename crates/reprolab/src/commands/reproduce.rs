@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use reprolab_exec::PythonEnv;
@@ -20,7 +21,7 @@ use reprolab_bench::ResultsFile;
 use reprolab_bench::reproduce::{Check, ReproduceRow, VerifyRow};
 
 use crate::cli::{
-    BenchReproduceArgs, Global, ReproduceArgs, ReproduceCommand, ReproduceRunOptions,
+    Backend, BenchReproduceArgs, Global, ReproduceArgs, ReproduceCommand, ReproduceRunOptions,
     ReproduceVerifyArgs,
 };
 use crate::context;
@@ -32,7 +33,7 @@ pub async fn run(g: &Global, a: &ReproduceArgs) -> Result<ExitCode> {
         Some(ReproduceCommand::Verify(v)) => v.run.cold,
         None => a.run.cold,
     };
-    let warm = warm_pools(g, cold);
+    let warm = warm_pools(g, cold).await?;
     let result = match &a.command {
         Some(ReproduceCommand::Verify(v)) => verify_cmd(g, v, warm.as_ref()).await,
         None => generate_cmd(g, a, warm.as_ref()).await,
@@ -43,9 +44,20 @@ pub async fn run(g: &Global, a: &ReproduceArgs) -> Result<ExitCode> {
     result
 }
 
-/// Warm workers for the script runs (started when a run misses the cache), unless `--cold`.
-fn warm_pools(g: &Global, cold: bool) -> Option<WarmPools> {
-    (!cold).then(|| WarmPools::new(g.workers.unwrap_or_else(reprolab_exec::default_workers)))
+/// Warm workers for the script runs (started when a run misses the cache), unless `--cold`;
+/// with `--backend ray`, the cluster's slots for reports that run in the managed environment.
+async fn warm_pools(g: &Global, cold: bool) -> Result<Option<WarmPools>> {
+    if cold {
+        return Ok(None);
+    }
+    let size = g.workers.unwrap_or_else(reprolab_exec::default_workers);
+    Ok(Some(match g.backend {
+        Backend::Local => WarmPools::new(size),
+        Backend::Ray => {
+            let env = context::python_env(g).await?;
+            WarmPools::with_ray(size, Arc::new(context::ray_executor(g, &env).await?))
+        }
+    }))
 }
 
 /// What every reproduce verb prepares: the report and its facts, the environment for its
@@ -183,7 +195,10 @@ fn runner<'a>(
             ..default_limits()
         },
         paths: p.paths.clone(),
-        parallel: g.workers.unwrap_or_else(reprolab_exec::default_workers),
+        parallel: match warm {
+            Some(w) => w.parallelism(&p.env),
+            None => g.workers.unwrap_or_else(reprolab_exec::default_workers),
+        },
         store,
         warm,
     }
@@ -580,7 +595,7 @@ pub async fn bench(g: &Global, a: &BenchReproduceArgs) -> Result<ExitCode> {
             a.benchmark.display()
         );
     }
-    let warm = warm_pools(g, a.run.cold);
+    let warm = warm_pools(g, a.run.cold).await?;
     let result = if a.verify_only {
         bench_verify(g, a, reports, warm.as_ref()).await
     } else {
