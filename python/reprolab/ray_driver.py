@@ -21,6 +21,11 @@ evaluations are answered out of order, as Ray finishes them:
   shipped like subjects -> {"ev": "done", "id", "exit_code", "signal", "violation", "peak_mb",
   "elapsed_s", "workdir" (the node's, to neutralise paths in the output), "observed": {file
   name: text} (what `reprolab.repro` wrote), "output", "node"}, or "infra"/"died" as above.
+  {"op": "test", "id", "tree", "args", "check", "limits", "max_procs"} runs one `reprolab
+  codegen` sample's pytest in a slot's warm `reprolab.codegen_runner`, in a copy of the
+  directory `tree` (`__REPROLAB_TREE__` in args stands for it on the node) -> {"ev": "done",
+  "id", "exit_code", "signal", "violation", "peak_mb", "elapsed_s", "waited_s" (starting the
+  runner), "result", "output", "node"}, or "infra"/"died" as above.
   {"op": "shutdown"} or end of input -> the cluster connection is closed (and a local head
   stopped) and the driver exits 0.
 
@@ -207,12 +212,12 @@ def serve(ray, slots, env_spec):
             if req is None or req.get("op") == "shutdown":
                 open_input = False
                 waiting.clear()  # nobody is left to read their results
-            elif req.get("op") in ("eval", "script"):
+            elif req.get("op") in ("eval", "script", "test"):
                 waiting.append(req)
             else:
                 _emit({"ev": "error", "id": req.get("id"),
-                       "message": f"unknown op {req.get('op')!r}; expected 'eval', 'script' or "
-                                  "'shutdown'"})
+                       "message": f"unknown op {req.get('op')!r}; expected 'eval', 'script', "
+                                  "'test' or 'shutdown'"})
             try:
                 req = requests.get_nowait()
             except queue.Empty:
@@ -222,14 +227,20 @@ def serve(ray, slots, env_spec):
             try:
                 if req["op"] == "script":
                     paths = [subjects.get(p) for p in req.get("paths") or ()]
+                elif req["op"] == "test":
+                    tree = pack_subject(req["tree"])[1]
                 else:
                     subject = subjects.get(req["subject_dir"])
             except Exception as e:  # noqa: BLE001 - reported with the evaluation
                 _emit({"ev": "done", "id": req["id"], "infra": str(e)})
                 continue
             slot = idle.pop()
-            ref = (slot.script.remote(req, paths) if req["op"] == "script"
-                   else slot.run.remote(req, subject))
+            if req["op"] == "script":
+                ref = slot.script.remote(req, paths)
+            elif req["op"] == "test":
+                ref = slot.test.remote(req, tree)
+            else:
+                ref = slot.run.remote(req, subject)
             running[ref] = (req["id"], slot)
         if running:
             done, _ = ray.wait(list(running), num_returns=1, timeout=0.05)

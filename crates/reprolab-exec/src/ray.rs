@@ -30,7 +30,7 @@ use tokio::sync::oneshot;
 use crate::env::PythonEnv;
 use crate::executor::{EvalRequest, Executor};
 use crate::pool::{ScriptFailure, ScriptJob, ScriptRun};
-use crate::result::{Exit, Finished, OUTPUT_TAIL_BYTES, interpret};
+use crate::result::{Exit, Finished, OUTPUT_TAIL_BYTES, interpret, last_bytes};
 use crate::sandbox;
 use crate::scratch::Scratch;
 use crate::script::render;
@@ -43,11 +43,43 @@ const MARK_PYTHON: &str = "__REPROLAB_PYTHON__";
 const MARK_CONFIG: &str = "__REPROLAB_CONFIG__";
 const MARK_RESULT: &str = "__REPROLAB_RESULT__";
 const MARK_WORKDIR: &str = "__REPROLAB_WORKDIR__";
+/// Where a codegen sample's files lie on the node.
+const MARK_TREE: &str = "__REPROLAB_TREE__";
 
 /// How long the driver may take to join the cluster and start every slot (each imports torch).
 const STARTUP: Duration = Duration::from_secs(600);
 /// How long a driver asked to stop may take to close the cluster connection (and a local head).
 const SHUTDOWN: Duration = Duration::from_secs(60);
+
+/// One pytest run of `reprolab codegen` for a slot's warm `reprolab.codegen_runner`.
+#[derive(Debug, Clone)]
+pub struct TestJob<'a> {
+    /// The sample's files. They travel to the node by value (every sample differs), where a
+    /// private copy is tested.
+    pub tree: &'a Path,
+    /// pytest's arguments; the tree's path in them becomes the copy's on the node.
+    pub args: &'a [String],
+    /// Files compiled before collection, relative to the tree.
+    pub check: &'a [String],
+    pub limits: Limits,
+    /// Processes or threads the run may add (0: no bound).
+    pub max_procs: u32,
+}
+
+/// How a slot's pytest run ended.
+#[derive(Debug, Clone)]
+pub struct TestEnded {
+    pub exit: Exit,
+    pub violation: Option<Violation>,
+    pub peak_mb: u64,
+    pub elapsed_s: f64,
+    /// Time the slot first spent starting its runner (not the sample's cost).
+    pub waited_s: f64,
+    /// What reprolab's pytest plugin wrote (`result.json`), if anything.
+    pub result: Option<String>,
+    /// The end of what the run printed.
+    pub output: String,
+}
 
 /// Where and how wide to run.
 #[derive(Debug, Clone, Default)]
@@ -254,8 +286,42 @@ impl RayExecutor {
             violation: violation_of(&ev),
             peak_mb: ev["peak_mb"].as_u64().unwrap_or(0),
             duration_s: ev["elapsed_s"].as_f64().unwrap_or(0.0),
-            output_tail: tail_of(ev["output"].as_str().unwrap_or(""), OUTPUT_TAIL_BYTES),
+            output_tail: last_bytes(ev["output"].as_str().unwrap_or(""), OUTPUT_TAIL_BYTES),
             workdir: ev["workdir"].as_str().unwrap_or_default().into(),
+        })
+    }
+
+    /// Run one pytest of `reprolab codegen` in a slot's warm pytest runner, on a private copy of
+    /// `job.tree` on the node.
+    pub async fn run_test(&self, job: &TestJob<'_>) -> Result<TestEnded, ScriptFailure> {
+        let tree = job.tree.to_string_lossy();
+        let args: Vec<String> = job
+            .args
+            .iter()
+            .map(|a| a.replace(&*tree, MARK_TREE))
+            .collect();
+        let msg = json!({
+            "op": "test", "tree": job.tree, "args": args, "check": job.check,
+            "limits": limits_json(&job.limits), "max_procs": job.max_procs,
+        });
+        let ev = self.ask(msg).await.map_err(ScriptFailure::Infra)?;
+        if let Some(message) = ev["infra"].as_str() {
+            return Err(ScriptFailure::Infra(message.to_string()));
+        }
+        if let Some(message) = ev["died"].as_str() {
+            return Err(ScriptFailure::KilledWorker {
+                tries: 2,
+                message: message.to_string(),
+            });
+        }
+        Ok(TestEnded {
+            exit: exit_of(&ev),
+            violation: violation_of(&ev),
+            peak_mb: ev["peak_mb"].as_u64().unwrap_or(0),
+            elapsed_s: ev["elapsed_s"].as_f64().unwrap_or(0.0),
+            waited_s: ev["waited_s"].as_f64().unwrap_or(0.0),
+            result: ev["result"].as_str().map(str::to_string),
+            output: ev["output"].as_str().unwrap_or_default().to_string(),
         })
     }
 
@@ -384,17 +450,6 @@ fn violation_of(ev: &Value) -> Option<Violation> {
         Some("output") => Some(Violation::Output),
         _ => None,
     }
-}
-
-/// The last `max` bytes of `text`, cut at a character boundary (as [`read_tail`] keeps a file's).
-///
-/// [`read_tail`]: crate::result::read_tail
-fn tail_of(text: &str, max: u64) -> String {
-    let mut start = text.len().saturating_sub(max as usize);
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    text[start..].to_string()
 }
 
 fn kill_tree(child: &mut Child) {

@@ -477,6 +477,67 @@ fn reproduce_judges_scripts_on_ray_as_locally() {
     );
 }
 
+#[test]
+fn codegen_run_judges_every_kind_of_answer_on_ray_as_locally() {
+    let Some((cluster, _turn)) = cluster() else {
+        return;
+    };
+    // The codegen fixture: passing, failing, crashing, looping, forking, memory-hungry and
+    // flooding answers, and repository tasks (their files travel with each sample).
+    let tmp = tempfile::tempdir().unwrap();
+    let codegen = |mut cmd: Command, out: &str| {
+        cmd.args([
+            "codegen",
+            "run",
+            "--json",
+            "--memory-mb",
+            "300",
+            "--output-mb",
+            "1",
+        ])
+        .args(["--timeout-min", "8"])
+        .arg(fixture("codegen").join("tasks.jsonl"))
+        .arg("--generations")
+        .arg(fixture("codegen").join("generations.jsonl"))
+        .arg("--out")
+        .arg(tmp.path().join(out));
+        let output = run(&mut cmd);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let mut verdicts: Vec<(String, u64, String, String)> =
+            std::fs::read_to_string(tmp.path().join(out).join("results.jsonl"))
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let r: Value = serde_json::from_str(l).unwrap();
+                    (
+                        r["task_id"].as_str().unwrap().to_string(),
+                        r["sample"].as_u64().unwrap(),
+                        r["status"].as_str().unwrap().to_string(),
+                        r["failure"]["type"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect();
+        verdicts.sort();
+        (verdicts, json(&output))
+    };
+    let (local_dir, ray_dir) = (tmp.path().join("l"), tmp.path().join("r"));
+    std::fs::create_dir_all(&local_dir).unwrap();
+    std::fs::create_dir_all(&ray_dir).unwrap();
+    let (local, _) = codegen(reprolab(&local_dir), "local");
+    let (remote, summary) = codegen(on_ray(&ray_dir, cluster), "ray");
+    assert_eq!(local.len(), 18);
+    assert!(
+        remote.iter().any(|v| v.2 == "pass") && remote.iter().any(|v| v.2 != "pass"),
+        "{remote:?}"
+    );
+    assert_eq!(local, remote);
+    assert_eq!(summary["runners_started"], true);
+    let info: Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("ray/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(info["mode"], "ray", "{info}");
+}
+
 fn pids_where(keep: impl Fn(i32) -> bool) -> Vec<i32> {
     std::fs::read_dir("/proc")
         .unwrap()
