@@ -47,10 +47,10 @@ pub struct Global {
     /// Retrain even what the store already knows (results are still stored).
     #[arg(long, global = true)]
     pub no_cache: bool,
-    /// Where trainings run: `local` (warm workers on this machine) or `ray` (a Ray cluster:
-    /// --ray-address, else a local Ray head for the command's lifetime; Ray is installed into
-    /// the managed environment on first use). With ray, --workers is the number of evaluation
-    /// slots (default: every CPU of the cluster).
+    /// Where trainings, reproduction scripts and codegen tests run: `local` (warm workers on
+    /// this machine) or `ray` (a Ray cluster: --ray-address, else a local Ray head for the
+    /// command's lifetime; Ray is installed into the managed environment on first use). With
+    /// ray, --workers is the number of evaluation slots (default: every CPU of the cluster).
     #[arg(long, global = true, value_enum, default_value_t = Backend::Local)]
     pub backend: Backend,
     /// The Ray cluster for --backend ray (HOST:PORT of its head, or ray://HOST:10001).
