@@ -442,6 +442,13 @@ pub struct ReproduceRunOptions {
     /// The project's source, importable by the script (`--repo DIR` is put on sys.path).
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
+    /// Take the frameworks the report uses without stating their versions (torch, keras,
+    /// tensorflow, and numpy with them) as they were released by this day (YYYY-MM-DD).
+    /// Default: the report's own date (a `created_at`/`date` field, a `Date:` line), else the
+    /// date of the commit it names in --repo's git history; with none, the managed
+    /// environment's versions.
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    pub as_of: Option<String>,
     /// Runs per script, each with its own seed (RepGen's protocol: 5); the symptom must show in
     /// a majority.
     #[arg(long, default_value_t = 5, value_name = "N")]

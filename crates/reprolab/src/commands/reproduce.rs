@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use reprolab_exec::PythonEnv;
-use reprolab_exec::spec_env::{Pin, Resolution, ensure_spec};
+use reprolab_exec::spec_env::{AsOf, Pin, Resolution, ensure_spec};
 use reprolab_reproduce::agent::{self, AgentOptions, Attempt};
 use reprolab_reproduce::context::{self as code, ContextOptions, Snippet};
 use reprolab_reproduce::opinion;
 use reprolab_reproduce::outputs::{self, VerdictFile};
 use reprolab_reproduce::run::{ScriptRunner, WarmPools, default_limits};
-use reprolab_reproduce::{BugReport, Facts, Verdict, facts, report, verify};
+use reprolab_reproduce::{BugReport, Facts, Verdict, dating, facts, report, verify};
 use reprolab_store::Store;
 use serde_json::json;
 
@@ -101,6 +101,9 @@ fn check_options(o: &ReproduceRunOptions) -> Result<()> {
     {
         bail!("--repo {}: not a directory", repo.display());
     }
+    if let Some(day) = &o.as_of {
+        AsOf::check_date(day).map_err(|e| anyhow::anyhow!("--as-of {e}"))?;
+    }
     Ok(())
 }
 
@@ -122,11 +125,16 @@ async fn prepare_report(
     }
     let facts = facts::extract(&report.text);
     let pins = verify::pins_for(&facts, &user_pins);
+    let mut paths: Vec<PathBuf> = o.repo.iter().cloned().collect();
+    paths.extend(report.code_dir.iter().cloned());
+    let as_of = as_of(&report, o, &paths);
     let opts = context::env_options(g);
     let json = g.json;
     let (env, resolution) = tokio::task::spawn_blocking(move || {
         let sp = progress::spinner("python env", json);
-        let r = ensure_spec(&opts, &pins, &|line: &str| sp.set_message(line.to_string()));
+        let r = ensure_spec(&opts, &pins, as_of.as_ref(), &|line: &str| {
+            sp.set_message(line.to_string())
+        });
         sp.finish_and_clear();
         r
     })
@@ -141,8 +149,14 @@ async fn prepare_report(
             s.used.as_deref().unwrap_or("none installed")
         );
     }
-    let mut paths: Vec<PathBuf> = o.repo.iter().cloned().collect();
-    paths.extend(report.code_dir.iter().cloned());
+    if let Some(a) = &resolution.as_of {
+        eprintln!(
+            "note: no version stated for {}; using the releases current on {} (from {})",
+            a.packages.join(", "),
+            a.date,
+            a.source
+        );
+    }
     let paths = paths
         .into_iter()
         .map(|p| std::path::absolute(&p).unwrap_or(p))
@@ -154,6 +168,25 @@ async fn prepare_report(
         resolution,
         seeds: (1..=o.runs as u64).collect(),
         paths,
+    })
+}
+
+/// The day the report's unversioned frameworks are taken from: `--as-of`, else the report's
+/// date, else its commit's in a local checkout.
+fn as_of(report: &BugReport, o: &ReproduceRunOptions, repos: &[PathBuf]) -> Option<AsOf> {
+    let dated = match &o.as_of {
+        Some(day) => Some(dating::Dated {
+            date: day.clone(),
+            source: "--as-of".into(),
+        }),
+        None => dating::stated_date(report)
+            .filter(|d| AsOf::check_date(&d.date).is_ok())
+            .or_else(|| dating::commit(report).and_then(|h| dating::commit_date(&h, repos))),
+    }?;
+    Some(AsOf {
+        date: dated.date,
+        packages: dating::frameworks(report),
+        source: dated.source,
     })
 }
 
