@@ -323,6 +323,32 @@ fn self_made(stated: &StatedError, e: &ObservedException) -> Option<String> {
     })
 }
 
+/// A message with what differs between machines and runs made neutral: addresses (`0x7f3a…`),
+/// amounts of memory (`20.00 MiB`, `3.95 GiB total capacity`) and durations (`12.5 s`,
+/// `30 seconds`), so that "CUDA out of memory. Tried to allocate 20.00 MiB" matches the same
+/// error on a machine of another size.
+pub fn without_volatile(message: &str) -> String {
+    static VOLATILE: std::sync::LazyLock<[(regex::Regex, &str); 3]> =
+        std::sync::LazyLock::new(|| {
+            [
+                (regex::Regex::new(r"\b0x[0-9a-fA-F]+\b").unwrap(), "0x…"),
+                (
+                    regex::Regex::new(r"\b\d+(?:\.\d+)?\s*(?:[KMGTP]i?B|bytes)\b").unwrap(),
+                    "<memory>",
+                ),
+                (
+                    regex::Regex::new(r"\b\d+(?:\.\d+)?\s*(?:ms|seconds?|secs?)\b").unwrap(),
+                    "<duration>",
+                ),
+            ]
+        });
+    let mut text = message.to_string();
+    for (pattern, neutral) in VOLATILE.iter() {
+        text = pattern.replace_all(&text, *neutral).into_owned();
+    }
+    text
+}
+
 /// Numbers, shapes and `AxB` sizes of a message, in order (`shape:1,256`, `dims:2708x7`, `3`).
 pub fn exact_tokens(message: &str) -> Vec<String> {
     static EXACT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
@@ -410,6 +436,7 @@ fn lcs(a: &[String], b: &[String]) -> usize {
 /// and, so that a different message with the same names does not pass, most of the plain
 /// words. Returns the share and what is missing.
 pub fn token_share(stated: &str, observed: &str) -> (f64, Vec<String>) {
+    let (stated, observed) = (&without_volatile(stated), &without_volatile(observed));
     let observed_norm = normalise_space(observed);
     let (exact_s, exact_o) = (exact_tokens(stated), exact_tokens(observed));
     let keys = key_tokens(stated);

@@ -357,3 +357,32 @@ fn swapped_sizes_or_another_message_with_the_same_names_do_not_match() {
     let other = "Arguments `target` and `output` must have the same shape. Received: target.shape=torch.Size([16]), output.shape=torch.Size([16, 3])";
     assert!(token_share(stated, other).0 < KEY_TOKEN_SHARE);
 }
+
+#[test]
+fn memory_sizes_addresses_and_durations_do_not_have_to_match() {
+    let stated = "CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 3.95 GiB total capacity; 2.10 GiB already allocated)";
+    let here = "CUDA out of memory. Tried to allocate 512.00 MiB (GPU 0; 15.70 GiB total capacity; 9.00 GiB already allocated)";
+    assert_eq!(token_share(stated, here).0, 1.0);
+    // The GPU index is not volatile: another device is another message.
+    assert!(token_share(stated, &here.replace("GPU 0", "GPU 1")).0 < 1.0);
+    assert_eq!(
+        token_share(
+            "cannot pickle <Net object at 0x7f3a2b1c>",
+            "cannot pickle <Net object at 0x55d0e2>"
+        )
+        .0,
+        1.0
+    );
+    assert_eq!(
+        without_volatile("timed out after 30 seconds (1.5 ms per step, 3 s total)"),
+        "timed out after <duration> (<duration> per step, 3 s total)"
+    );
+    // Shapes and plain numbers still count.
+    assert!(
+        token_share(
+            "size mismatch: [4, 1] vs [4]",
+            "size mismatch: [8, 1] vs [8]"
+        )
+        .0 < KEY_TOKEN_SHARE
+    );
+}
