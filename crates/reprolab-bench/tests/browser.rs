@@ -51,10 +51,15 @@ fn repo() -> PathBuf {
 
 fn chromium() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]
-        .iter()
-        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
-        .find(|p| p.is_file())
+    [
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+    ]
+    .iter()
+    .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
+    .find(|p| p.is_file())
 }
 
 fn headless(browser: &Path, profile: &Path) -> Command {
@@ -95,9 +100,7 @@ fn attribute<'a>(dom: &'a str, name: &str) -> &'a str {
 fn figures(dom: &str) -> Vec<(usize, bool)> {
     dom.match_indices("<svg")
         .map(|(start, _)| {
-            let end = dom[start..]
-                .find("</svg>")
-                .map_or(dom.len(), |e| start + e);
+            let end = dom[start..].find("</svg>").map_or(dom.len(), |e| start + e);
             let svg = &dom[start..end];
             let marks = ["<path", "<rect", "<circle", "<polyline", "<line"]
                 .iter()

@@ -102,6 +102,50 @@ pub fn wilcoxon_signed_rank(x: &[f64], y: &[f64]) -> Option<TestResult> {
     })
 }
 
+/// One-sided Wilcoxon signed-rank test of the differences `d` against 0: the alternative is
+/// that they lie above 0 (`greater`) or below. `statistic` is `W+`; the p-value is
+/// `P(W+ >= observed)` (or `<=`) under the null, exact for up to [`EXACT_MAX_N`] non-zero
+/// differences, normal above (SciPy's `alternative="greater"`/`"less"`). `None` when every
+/// difference is zero.
+pub fn wilcoxon_one_sided(d: &[f64], greater: bool) -> Option<TestResult> {
+    let d: Vec<f64> = d.iter().copied().filter(|v| *v != 0.0).collect();
+    let n = d.len();
+    if n == 0 {
+        return None;
+    }
+    let abs: Vec<f64> = d.iter().map(|v| v.abs()).collect();
+    let ranks = rank(&abs);
+    let w_plus2: u64 = d
+        .iter()
+        .zip(&ranks.doubled)
+        .filter(|(v, _)| **v > 0.0)
+        .map(|(_, r)| *r)
+        .sum();
+    if n <= EXACT_MAX_N {
+        let counts = signed_rank_counts(&ranks.doubled);
+        let w = w_plus2 as usize;
+        let tail: u64 = if greater {
+            counts[w..].iter().sum()
+        } else {
+            counts[..=w].iter().sum()
+        };
+        return Some(TestResult {
+            statistic: w_plus2 as f64 / 2.0,
+            p_value: (tail as f64 / 2f64.powi(n as i32)).min(1.0),
+            method: "exact",
+        });
+    }
+    let nf = n as f64;
+    let mean = nf * (nf + 1.0) / 4.0;
+    let var = (nf * (nf + 1.0) * (2.0 * nf + 1.0) - 0.5 * ranks.tie_term()) / 24.0;
+    let z = (w_plus2 as f64 / 2.0 - mean) / var.sqrt();
+    Some(TestResult {
+        statistic: w_plus2 as f64 / 2.0,
+        p_value: crate::dist::normal_sf(if greater { z } else { -z }),
+        method: "normal",
+    })
+}
+
 /// Number of sign assignments giving each doubled `W+` value.
 ///
 /// `counts[s]` = number of subsets of `doubled_ranks` whose sum is `s`

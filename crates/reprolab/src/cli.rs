@@ -87,13 +87,16 @@ when it fails.",
         after_help = "Examples:\n  reprolab eval subjects/digits-mlp --runs 10\n  reprolab eval subjects/digits-mlp --config faulty.json --runs 20 --json"
     )]
     Eval(EvalArgs),
-    /// Say whether config B is significantly better, worse or equivalent to config A.
+    /// Say whether config B is significantly better or worse than config A (or equivalent
+    /// within a margin).
     #[command(
         long_about = "Train the subject with config A and config B on the same seeds and compare \
 the metric: Wilcoxon signed-rank (paired by seed), Mann-Whitney U, Cohen's d and Vargha-Delaney \
 A12. B is better (or worse) when p < 0.05 and |d| >= 0.5, the rule of the fault-localisation \
-study; otherwise equivalent. Exits 0 when B is better, 1 otherwise.",
-        after_help = "Example:\n  reprolab compare subjects/digits-mlp --b subjects/digits-mlp/other.json --runs 10"
+study; otherwise not significantly different, which does not mean equivalent: --margin M adds a \
+TOST (two one-sided Wilcoxon tests) that shows equivalence within ±M. Exits 0 when B is better, \
+1 otherwise.",
+        after_help = "Examples:\n  reprolab compare subjects/digits-mlp --b subjects/digits-mlp/other.json --runs 10\n  reprolab compare subjects/digits-mlp --b other.json --runs 10 --margin 0.01   # equivalent within ±0.01?"
     )]
     Compare(CompareArgs),
     /// Train once with instrumentation and show the training dynamics per epoch.
@@ -600,6 +603,11 @@ pub struct CompareArgs {
     /// Which split the verdict is judged on.
     #[arg(long, value_enum, default_value_t = SplitArg::Holdout)]
     pub split: SplitArg,
+    /// Also test whether B is equivalent to A within ±M in the metric's units (TOST: two
+    /// one-sided Wilcoxon tests on the paired runs, both significant at 5%). "No significant
+    /// difference" alone does not show equivalence.
+    #[arg(long, value_name = "M")]
+    pub margin: Option<f64>,
 }
 
 #[derive(Debug, Args)]
