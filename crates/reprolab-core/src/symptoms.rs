@@ -97,6 +97,10 @@ pub fn parse_trace(epochs: &[Value]) -> Vec<EpochRecord> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SymptomKind {
+    /// No layer receives a gradient: every layer's gradient norm is 0 in an epoch (an output
+    /// that is constant, e.g. a softmax over one unit). Checked before the gradient ratios and
+    /// dying ReLUs, which it would otherwise trigger.
+    NoGradient,
     /// `‖g_first‖ / ‖g_last‖ < 1e-3` and `‖g_first‖ < 1e-4`.
     VanishingGradient,
     /// `‖g_first‖ / ‖g_last‖ > 70`, or a non-finite gradient norm.
@@ -111,17 +115,23 @@ pub enum SymptomKind {
     /// Slow convergence: maximal train (and validation) accuracy `< 0.6` and no epoch gains
     /// `≥ 0.01`.
     NotConverging,
+    /// Training stopped while the loss was still falling: it fell in each of the last three
+    /// epochs, the last time by `≥ 2%` (not an AutoTrainer check: the study's too-few-epochs
+    /// and too-large-batch faults show it).
+    StillImproving,
 }
 
 impl SymptomKind {
     pub fn as_str(self) -> &'static str {
         match self {
+            SymptomKind::NoGradient => "no_gradient",
             SymptomKind::VanishingGradient => "vanishing_gradient",
             SymptomKind::ExplodingGradient => "exploding_gradient",
             SymptomKind::NanLoss => "nan_loss",
             SymptomKind::DyingRelu => "dying_relu",
             SymptomKind::Unstable => "unstable",
             SymptomKind::NotConverging => "not_converging",
+            SymptomKind::StillImproving => "still_improving",
         }
     }
 }
@@ -164,6 +174,8 @@ pub struct Thresholds {
     pub slow_acc: f64,
     pub slow_gain: f64,
     pub big_loss: f64,
+    /// Relative fall of the loss in the last epoch that counts as still improving.
+    pub still_falling: f64,
 }
 
 impl Default for Thresholds {
@@ -178,6 +190,7 @@ impl Default for Thresholds {
             slow_acc: 0.6,
             slow_gain: 0.01,
             big_loss: 1e3,
+            still_falling: 0.02,
         }
     }
 }
@@ -215,6 +228,15 @@ pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
             .iter()
             .filter_map(|l| l.grad_norm.map(|gn| (l, gn)))
             .collect();
+        if grads.len() >= 2 && grads.iter().all(|(_, gn)| *gn == 0.0) {
+            found(
+                SymptomKind::NoGradient,
+                format!(
+                    "epoch {e}: the gradient norm of every layer ({}) is 0",
+                    grads.len()
+                ),
+            );
+        }
         if let Some((l, gn)) = grads.iter().find(|(_, gn)| !gn.is_finite()) {
             found(
                 SymptomKind::ExplodingGradient,
@@ -346,8 +368,33 @@ pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
             );
         }
     }
+    if let Some(evidence) = still_falling(records, th.still_falling) {
+        found(SymptomKind::StillImproving, evidence);
+    }
     out.sort_by_key(|s| s.kind);
     out
+}
+
+/// Why the loss was still falling when training stopped (see [`SymptomKind::StillImproving`]).
+fn still_falling(records: &[EpochRecord], min_fall: f64) -> Option<String> {
+    let losses: Vec<f64> = records.iter().filter_map(|r| r.loss).collect();
+    if losses.len() < 4 || losses.iter().any(|l| !l.is_finite()) {
+        return None;
+    }
+    let last = &losses[losses.len() - 4..];
+    let falls = last.windows(2).all(|w| w[1] < w[0]);
+    let fall = (last[2] - last[3]) / last[2].abs().max(f64::MIN_POSITIVE);
+    (falls && fall >= min_fall).then(|| {
+        format!(
+            "the loss fell in each of the last 3 epochs ({} → {} → {} → {}), the last by {:.1}% >= {:.0}%",
+            g(last[0]),
+            g(last[1]),
+            g(last[2]),
+            g(last[3]),
+            fall * 100.0,
+            min_fall * 100.0
+        )
+    })
 }
 
 /// Pairs of adjacent interior local extrema (a peak then a trough, or back) that differ by at

@@ -497,6 +497,9 @@ fn autotrainer(cx: &mut Ctx) {
                         .and_then(|v| cx.a.suggest("batch_size", &[v]));
                 cx.push(Suspect::new(label(FaultType::HBS), 0.4, "unstable", ev).suggest(sugg));
             }
+            // Localisation reads these signals with monitors of its own (output-no-gradient,
+            // the pace of the loss), which say more than the repair engine's trigger does.
+            SymptomKind::NoGradient | SymptomKind::StillImproving => {}
             SymptomKind::NotConverging => {
                 let sugg = cx.lr_up();
                 cx.push_generic(
