@@ -7,7 +7,8 @@
 //!   `backward` when the report's traceback went through it; and raised by library code: not
 //!   by the script's own `raise`/`assert`, not an exception class the script defines, not inside
 //!   a script function named like the library function the report's traceback ends in;
-//! * **warning**: the same category and key tokens, not issued by the script's `warnings.warn`;
+//! * **warning**: the same category and key tokens, not issued by the script's `warnings.warn`,
+//!   and the silent symptom the report states beside it (NaN, no change), if any;
 //! * **nan**: a computed (non-literal) reported value is NaN or Inf;
 //! * **no-change**: a reported series stays constant (or, for "does not decrease", its last value
 //!   is not below its first), or a reported `*change*`/`*update*`/`*delta*` value is zero;
@@ -84,32 +85,31 @@ pub fn judge(facts: &Facts, report_text: &str, runs: &[Observation]) -> Verdict 
         }
         Symptom::Warning => {
             let w = &facts.warnings[0];
-            (
-                format!("{}: {}", w.category, w.message),
-                runs.iter()
-                    .map(|o| judge_warning(&w.category, &w.message, o))
-                    .collect(),
-                None,
-            )
+            let mut expected = format!("{}: {}", w.category, w.message);
+            let mut per_run: Vec<RunJudgement> = runs
+                .iter()
+                .map(|o| judge_warning(&w.category, &w.message, o))
+                .collect();
+            // A silent symptom stated beside the warning must show too: the warning alone is
+            // not the bug the report describes.
+            for also in &facts.also {
+                let (what, judged) = silent_rule(*also, facts, report_text, runs);
+                expected.push_str(&format!(", and {what}"));
+                for (mine, other) in per_run.iter_mut().zip(judged) {
+                    if mine.shows && !other.shows {
+                        *mine = RunJudgement {
+                            shows: false,
+                            reason: format!("the warning shows, but not {what}: {}", other.reason),
+                            ..other
+                        };
+                    }
+                }
+            }
+            (expected, per_run, None)
         }
-        Symptom::Nan => (
-            "a computed value that is NaN or Inf".to_string(),
-            runs.iter().map(|o| judge_nan(o, report_text)).collect(),
-            None,
-        ),
-        Symptom::NoChange => {
-            let claim = facts.change_claim.unwrap_or(ChangeClaim::Constant);
-            let what = match claim {
-                ChangeClaim::Constant => "a reported value that does not change",
-                ChangeClaim::NotDecreasing => "a reported value that does not decrease",
-            };
-            (
-                what.to_string(),
-                runs.iter()
-                    .map(|o| judge_no_change(claim, o, report_text))
-                    .collect(),
-                None,
-            )
+        Symptom::Nan | Symptom::NoChange => {
+            let (what, per_run) = silent_rule(facts.symptom, facts, report_text, runs);
+            (what, per_run, None)
         }
         Symptom::Value => {
             let stated: Vec<&StatedValue> = facts.observed_values().collect();
@@ -178,6 +178,34 @@ pub fn judge(facts: &Facts, report_text: &str, runs: &[Observation]) -> Verdict 
         showing,
         per_run,
         reasons,
+    }
+}
+
+/// What a per-run silent rule (NaN, no change) looks for, and each run's judgement.
+fn silent_rule(
+    symptom: Symptom,
+    facts: &Facts,
+    report_text: &str,
+    runs: &[Observation],
+) -> (String, Vec<RunJudgement>) {
+    match symptom {
+        Symptom::Nan => (
+            "a computed value that is NaN or Inf".to_string(),
+            runs.iter().map(|o| judge_nan(o, report_text)).collect(),
+        ),
+        _ => {
+            let claim = facts.change_claim.unwrap_or(ChangeClaim::Constant);
+            let what = match claim {
+                ChangeClaim::Constant => "a reported value that does not change",
+                ChangeClaim::NotDecreasing => "a reported value that does not decrease",
+            };
+            (
+                what.to_string(),
+                runs.iter()
+                    .map(|o| judge_no_change(claim, o, report_text))
+                    .collect(),
+            )
+        }
     }
 }
 

@@ -386,3 +386,37 @@ fn memory_sizes_addresses_and_durations_do_not_have_to_match() {
         .0 < KEY_TOKEN_SHARE
     );
 }
+
+#[test]
+fn a_silent_symptom_beside_a_warning_must_show_too() {
+    let text = "/x/torch/nn/modules/loss.py:608: UserWarning: Using a target size (torch.Size([4, 1])) that is different to the input size (torch.Size([4])).\n\nAfter that warning the loss becomes nan within a few steps.";
+    let facts = extract(text);
+    assert_eq!(facts.symptom, Symptom::Warning);
+    assert_eq!(facts.also, vec![Symptom::Nan]);
+    let warned = |loss: Value| -> Vec<Observation> {
+        (1..=5)
+            .map(|s| Observation {
+                warnings: vec![ObservedWarning {
+                    category: "UserWarning".into(),
+                    message: "Using a target size (torch.Size([4, 1])) that is different to the input size (torch.Size([4]))".into(),
+                    file: "/env/site-packages/torch/nn/modules/loss.py".into(),
+                    line: 608,
+                    in_script: false,
+                    warned_by_script: false,
+                }],
+                reported: vec![json!({"loss": loss.clone()}).as_object().cloned().unwrap()],
+                ..obs(s, RunStatus::Ok)
+            })
+            .collect()
+    };
+    let v = judge(&facts, text, &warned(json!("nan")));
+    assert!(v.reproduced, "{v:?}");
+    assert!(v.expected.contains("and a computed value that is NaN"), "{}", v.expected);
+    let v = judge(&facts, text, &warned(json!(0.7)));
+    rejected(&v, "the warning shows, but not a computed value that is NaN");
+
+    // A NaN that only the warning's own message names is no second symptom.
+    let own = extract("/x/torch/autograd/anomaly.py:9: UserWarning: Function returned nan values in its 0th output.");
+    assert_eq!(own.symptom, Symptom::Warning);
+    assert!(own.also.is_empty(), "{:?}", own.also);
+}
