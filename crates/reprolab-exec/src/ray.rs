@@ -249,6 +249,22 @@ impl RayExecutor {
         rx.await.map_err(|_| self.gone())
     }
 
+    /// [`ask`](Self::ask) for a run in a slot's worker: the cluster's failure and a worker
+    /// that died under the run on both tries (the run's own doing) as errors.
+    async fn ask_worker(&self, msg: Value) -> Result<Value, ScriptFailure> {
+        let ev = self.ask(msg).await.map_err(ScriptFailure::Infra)?;
+        if let Some(message) = ev["infra"].as_str() {
+            return Err(ScriptFailure::Infra(message.to_string()));
+        }
+        if let Some(message) = ev["died"].as_str() {
+            return Err(ScriptFailure::KilledWorker {
+                tries: 2,
+                message: message.to_string(),
+            });
+        }
+        Ok(ev)
+    }
+
     /// Run a reproduction script in a slot's warm worker, as [`WorkerPool::run_script`] does
     /// locally: the files it recorded land in `job.keep`, its import directories travel by
     /// content. The slot runs this executor's environment, so `job` must be meant for it
@@ -260,16 +276,7 @@ impl RayExecutor {
             "op": "script", "source": job.source, "seed": job.seed, "paths": job.paths,
             "limits": limits_json(&job.limits),
         });
-        let ev = self.ask(msg).await.map_err(ScriptFailure::Infra)?;
-        if let Some(message) = ev["infra"].as_str() {
-            return Err(ScriptFailure::Infra(message.to_string()));
-        }
-        if let Some(message) = ev["died"].as_str() {
-            return Err(ScriptFailure::KilledWorker {
-                tries: 2,
-                message: message.to_string(),
-            });
-        }
+        let ev = self.ask_worker(msg).await?;
         for (name, text) in ev["observed"].as_object().into_iter().flatten() {
             // A plain file name: what the slot sends cannot write outside `keep`.
             let plain = Path::new(name)
@@ -304,16 +311,7 @@ impl RayExecutor {
             "op": "test", "tree": job.tree, "args": args, "check": job.check,
             "limits": limits_json(&job.limits), "max_procs": job.max_procs,
         });
-        let ev = self.ask(msg).await.map_err(ScriptFailure::Infra)?;
-        if let Some(message) = ev["infra"].as_str() {
-            return Err(ScriptFailure::Infra(message.to_string()));
-        }
-        if let Some(message) = ev["died"].as_str() {
-            return Err(ScriptFailure::KilledWorker {
-                tries: 2,
-                message: message.to_string(),
-            });
-        }
+        let ev = self.ask_worker(msg).await?;
         Ok(TestEnded {
             exit: exit_of(&ev),
             violation: violation_of(&ev),

@@ -409,14 +409,7 @@ fn resolve(step: &Step, space: &SearchSpace, config: &Config) -> Result<Fix, Ski
         }
         Step::LrTimes(f) => {
             let p = lr_param()?;
-            let cur =
-                config
-                    .get(&p.name)
-                    .and_then(Value::as_f64)
-                    .ok_or_else(|| Skip::NotNumeric {
-                        param: p.name.clone(),
-                    })?;
-            set_lr(p, cur * f, format!("×{f}"))
+            set_lr(p, number(p, config)? * f, format!("×{f}"))
         }
         Step::LrFor { sgd, other } => {
             let p = lr_param()?;
@@ -437,13 +430,7 @@ fn resolve(step: &Step, space: &SearchSpace, config: &Config) -> Result<Fix, Ski
         }
         Step::EpochsTimes(f) => {
             let p = find(space, "epochs", FaultType::HNE).ok_or(Skip::NoEpochs)?;
-            let cur =
-                config
-                    .get(&p.name)
-                    .and_then(Value::as_f64)
-                    .ok_or_else(|| Skip::NotNumeric {
-                        param: p.name.clone(),
-                    })?;
+            let cur = number(p, config)?;
             let wanted = (cur * f).round();
             // The nearest value the space has at or above the wanted one, else its largest.
             let v = match &p.kind {
@@ -493,6 +480,16 @@ fn resolve(step: &Step, space: &SearchSpace, config: &Config) -> Result<Fix, Ski
         }
         Step::Unavailable(what) => Err(Skip::Unavailable(what)),
     }
+}
+
+/// The config's numeric value of `p`.
+fn number(p: &Param, config: &Config) -> Result<f64, Skip> {
+    config
+        .get(&p.name)
+        .and_then(Value::as_f64)
+        .ok_or_else(|| Skip::NotNumeric {
+            param: p.name.clone(),
+        })
 }
 
 /// The activation of the output layer that a loss expects; `None` for a loss this does not

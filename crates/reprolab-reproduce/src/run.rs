@@ -262,9 +262,9 @@ pub async fn run_warm(
     limits: &Limits,
     paths: &[PathBuf],
 ) -> Observation {
-    let keep = match Scratch::new("repro") {
-        Ok(s) => s,
-        Err(e) => return not_started(seed, format!("cannot create a scratch directory: {e}")),
+    let keep = match keep_dir(seed) {
+        Ok(k) => k,
+        Err(not) => return *not,
     };
     let job = script_job(script, seed, limits, paths, keep.path());
     match pool.run_script(job).await {
@@ -286,9 +286,9 @@ pub async fn run_on_ray(
     limits: &Limits,
     paths: &[PathBuf],
 ) -> Observation {
-    let keep = match Scratch::new("repro") {
-        Ok(s) => s,
-        Err(e) => return not_started(seed, format!("cannot create a scratch directory: {e}")),
+    let keep = match keep_dir(seed) {
+        Ok(k) => k,
+        Err(not) => return *not,
     };
     match ray
         .run_script(&script_job(script, seed, limits, paths, keep.path()))
@@ -297,6 +297,16 @@ pub async fn run_on_ray(
         Err(ScriptFailure::Infra(e)) => not_started(seed, format!("on Ray: {e}")),
         ended => observe_warm(seed, ended, keep.path()),
     }
+}
+
+/// Where a warm run's records land; a run that cannot have one did not start.
+fn keep_dir(seed: u64) -> Result<Scratch, Box<Observation>> {
+    Scratch::new("repro").map_err(|e| {
+        Box::new(not_started(
+            seed,
+            format!("cannot create a scratch directory: {e}"),
+        ))
+    })
 }
 
 fn script_job(

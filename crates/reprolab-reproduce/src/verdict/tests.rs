@@ -411,12 +411,21 @@ fn a_silent_symptom_beside_a_warning_must_show_too() {
     };
     let v = judge(&facts, text, &warned(json!("nan")));
     assert!(v.reproduced, "{v:?}");
-    assert!(v.expected.contains("and a computed value that is NaN"), "{}", v.expected);
+    assert!(
+        v.expected.contains("and a computed value that is NaN"),
+        "{}",
+        v.expected
+    );
     let v = judge(&facts, text, &warned(json!(0.7)));
-    rejected(&v, "the warning shows, but not a computed value that is NaN");
+    rejected(
+        &v,
+        "the warning shows, but not a computed value that is NaN",
+    );
 
     // A NaN that only the warning's own message names is no second symptom.
-    let own = extract("/x/torch/autograd/anomaly.py:9: UserWarning: Function returned nan values in its 0th output.");
+    let own = extract(
+        "/x/torch/autograd/anomaly.py:9: UserWarning: Function returned nan values in its 0th output.",
+    );
     assert_eq!(own.symptom, Symptom::Warning);
     assert!(own.also.is_empty(), "{:?}", own.also);
 }
