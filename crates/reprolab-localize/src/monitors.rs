@@ -160,6 +160,9 @@ struct Ctx<'a> {
     /// Some hidden layer gets no gradient (dead from the initial weights, all-zero weights, zero
     /// gradient): unchanged weights are explained by it, not by the learning rate.
     frozen: bool,
+    /// The training loss reached ~0 (the training targets are fitted): gradients and weight
+    /// changes vanish because nothing is left to learn, not because a layer is dead.
+    fitted: bool,
 }
 
 impl Ctx<'_> {
@@ -173,8 +176,80 @@ impl Ctx<'_> {
             s.confidence *= 0.3;
             s.evidence
                 .push_str(" (likely explained by the output layer)");
+        } else if self.fitted {
+            s.confidence *= 0.3;
+            s.evidence
+                .push_str(" (the training loss is ~0: nothing is left to learn)");
         }
         self.stall.push(s);
+    }
+
+    /// Evidence that the updates blew the weights up (item 5 of issue 20: an exploding or
+    /// oscillating run explains a silent output): a NaN or non-finite weight, AutoTrainer's
+    /// exploding-gradient or oscillation symptom, a loss that diverges (last above 1.5 x first
+    /// and 2 x best, as `loss-diverging`), or a layer whose weight norm grew 10x or more since
+    /// the first epoch (the growth factor of `large-activations`).
+    fn blow_up(&self) -> Option<String> {
+        if self.records.iter().any(|r| r.nan) {
+            return Some("NaN in training".into());
+        }
+        for s in detect(&self.records) {
+            if matches!(
+                s.kind,
+                SymptomKind::ExplodingGradient | SymptomKind::Unstable | SymptomKind::NanLoss
+            ) {
+                return Some(format!("{}: {}", s.name, s.evidence));
+            }
+        }
+        let loss = self.curve(|r| r.loss);
+        if loss.len() >= 3 {
+            let (first, last) = (loss[0], loss[loss.len() - 1]);
+            let best = loss.iter().copied().fold(f64::INFINITY, f64::min);
+            if first > 0.0 && last > 1.5 * first && last > 2.0 * best {
+                return Some(format!(
+                    "the loss diverges ({} -> {})",
+                    fmt_num(first),
+                    fmt_num(last)
+                ));
+            }
+        }
+        for j in 0..self.n_layers() {
+            let w = self.series(j, |l| l.weight_norm);
+            let (Some(&(_, w0)), Some(hi)) = (
+                w.first(),
+                w.iter()
+                    .map(|x| x.1)
+                    .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x)))),
+            ) else {
+                continue;
+            };
+            if w0 > 1e-12 && hi >= 10.0 * w0 {
+                return Some(format!(
+                    "layer {}'s weight norm grew {}x ({} -> {})",
+                    self.idx(j),
+                    fmt_num(hi / w0),
+                    fmt_num(w0),
+                    fmt_num(hi)
+                ));
+            }
+        }
+        None
+    }
+
+    /// Whether the training targets are fitted: the training loss fell to <= 1e-4 x its first
+    /// value, and a classifier's training accuracy ends >= 0.99. (A loss that is ~0 from the
+    /// first epoch on with a poor accuracy is a degenerate loss, not a fit.)
+    fn training_fitted(&self) -> bool {
+        let loss = self.curve(|r| r.loss);
+        let fell = match (loss.first(), loss.last()) {
+            (Some(&first), Some(&last)) if loss.len() >= 2 => {
+                first > 1e-6 && last.abs() <= 1e-4 * first
+            }
+            _ => false,
+        };
+        let acc = self.curve(|r| r.acc);
+        fell && (self.a.subject.task != Task::Classification
+            || acc.last().is_none_or(|&a| a >= 0.99))
     }
 
     /// The stall suspects, one per label, with the largest confidence of its contributors.
@@ -321,7 +396,9 @@ pub fn dynamic_monitors(subject: &Subject, config: &Config, trace: &[Value]) -> 
         stall: Vec::new(),
         explained: false,
         frozen: false,
+        fitted: false,
     };
+    cx.fitted = cx.training_fitted();
     output_pinned(&mut cx);
     output_no_gradient(&mut cx);
     autotrainer(&mut cx);
@@ -332,6 +409,9 @@ pub fn dynamic_monitors(subject: &Subject, config: &Config, trace: &[Value]) -> 
     loss_curve(&mut cx);
     acc_flat(&mut cx);
     still_improving(&mut cx);
+    steady_descent(&mut cx);
+    train_val_mismatch(&mut cx);
+    bounded_regression_output(&mut cx);
     large_activations(&mut cx);
     cx.collapse_stall();
     crate::merge(&[cx.out])
@@ -649,6 +729,11 @@ fn output_no_gradient(cx: &mut Ctx) {
     if g.len() < 2 || (zero as f64) < g.len() as f64 / 2.0 {
         return;
     }
+    // Cross-checks before blaming the output (issue 20, item 5). A training loss at ~0 means the
+    // training targets are fitted: no gradient is left, nothing is dead.
+    if cx.fitted {
+        return;
+    }
     let i = cx.idx(j);
     let act = cx.act_of(j).unwrap_or_default();
     let sat = cx.series(j, |l| l.saturated_frac);
@@ -658,6 +743,23 @@ fn output_no_gradient(cx: &mut Ctx) {
         "output layer {i} ({act}) receives no gradient (norm 0) in {zero} of {} epochs",
         g.len()
     );
+    // Weights that blew up (exploding or oscillating loss, NaN, a weight norm grown 10x) explain
+    // a silent output: the learning rate, not the output layer or the loss.
+    if let Some(why) = cx.blow_up() {
+        let ev = format!("{ev}, after the updates blew up ({why})");
+        let sugg = cx.lr_down();
+        cx.push(
+            Suspect::new(label(FaultType::HLR), 0.6, "output-no-gradient", ev.clone())
+                .suggest(sugg),
+        );
+        cx.push(Suspect::new(
+            layer_label(FaultType::ACH, i),
+            0.2,
+            "output-no-gradient",
+            ev,
+        ));
+        return;
+    }
     if saturated {
         let ev = format!("{ev}: the output saturates");
         let sugg = cx.lr_down();
@@ -1275,4 +1377,222 @@ fn large_activations(cx: &mut Ctx) {
         }
         break;
     }
+}
+
+/// The training loss falls at a steady rate to the end of a run that is far from converged:
+/// over `n ≥ 4` finite epochs without NaN, the loss never rises by more than 0.5% of its first
+/// value from one epoch to the next, it dropped by 2–50% of its first value in all, and its
+/// per-epoch drop over the last quarter (q = max(1, n/4) epochs) is at least half that over the
+/// first quarter (no deceleration). A converging run decelerates; one that keeps its pace is held
+/// back by its step size or stopped early. Adaptive optimisers move each weight by about `lr`
+/// per step (Adam's effective step is bounded by about its learning rate: Kingma & Ba 2015,
+/// §2.1), so a constant pace at the optimiser's usual or a smaller lr says the lr is too small
+/// for the distance to cover; and the curve says more epochs would still pay (AutoTrainer's
+/// slow-convergence repairs raise the lr ×10 and change the optimiser, reference §8).
+///
+/// Suspects: HNE 0.5; HLR 0.55 when lr ≤ the optimiser's usual default (`rules::lr_range`),
+/// else 0.3; OCH 0.3 for sgd/adagrad/adadelta. The 2% floor leaves flat runs to `loss-flat`;
+/// the 50% ceiling and the deceleration test are ours (a healthy run's loss halves early and
+/// then flattens: the crafted healthy traces and the bundled real ones of the correct subjects
+/// stay quiet).
+fn steady_descent(cx: &mut Ctx) {
+    if cx.records.iter().any(|r| r.nan) {
+        return;
+    }
+    let loss: Vec<f64> = cx.records.iter().filter_map(|r| r.loss).collect();
+    let n = loss.len();
+    if n < 4 || n != cx.records.len() || loss.iter().any(|x| !x.is_finite()) {
+        return;
+    }
+    let (first, last) = (loss[0], loss[n - 1]);
+    // A loss >= 1e3 is AutoTrainer's NaN-loss symptom (the loss' scale or a divergence), left
+    // to `nan-loss`.
+    if first <= 0.0 || loss.iter().any(|&x| x >= Thresholds::default().big_loss) {
+        return;
+    }
+    let monotone = loss.windows(2).all(|w| w[1] <= w[0] + 0.005 * first);
+    let total = (first - last) / first;
+    let q = (n / 4).max(1);
+    let early = (loss[0] - loss[q]) / q as f64;
+    let late = (loss[n - 1 - q] - loss[n - 1]) / q as f64;
+    if !monotone || !(0.02..0.5).contains(&total) || late <= 0.0 || late < 0.5 * early {
+        return;
+    }
+    let ev = format!(
+        "the training loss falls at a steady pace to the end: {} -> {} ({}% in {n} epochs), \
+         {} per epoch over the last {q} vs {} over the first {q}",
+        fmt_num(first),
+        fmt_num(last),
+        fmt_num(100.0 * total),
+        fmt_num(late),
+        fmt_num(early)
+    );
+    let sugg = cx.more_epochs();
+    cx.push(
+        Suspect::new(
+            label(FaultType::HNE),
+            0.5,
+            "steady-descent",
+            format!("{ev}: more epochs would still pay"),
+        )
+        .suggest(sugg),
+    );
+    let opt = cx.a.optimizer().unwrap_or_default();
+    if let Some(lr) = cx.a.num("lr") {
+        let default = crate::rules::lr_range(&opt).map(|r| r.2);
+        let small = default.is_some_and(|d| lr <= d * (1.0 + 1e-9));
+        let sugg = cx.lr_up();
+        cx.push(
+            Suspect::new(
+                label(FaultType::HLR),
+                if small { 0.55 } else { 0.3 },
+                "steady-descent",
+                format!(
+                    "{ev}: at lr = {}{} the step size, not the distance to a minimum, sets the pace",
+                    fmt_num(lr),
+                    match default {
+                        Some(d) if small => format!(" (<= {opt}'s usual {})", fmt_num(d)),
+                        _ => String::new(),
+                    }
+                ),
+            )
+            .suggest(sugg),
+        );
+    }
+    if matches!(opt.as_str(), "sgd" | "adagrad" | "adadelta") {
+        let sugg = cx.a.suggest_str("optimizer", &["adam", "rmsprop"]);
+        cx.push(
+            Suspect::new(
+                label(FaultType::OCH),
+                0.3,
+                "steady-descent",
+                format!("{ev}; {opt} is a slow optimiser"),
+            )
+            .suggest(sugg),
+        );
+    }
+}
+
+/// The training data and the validation data disagree: the training loss falls by at least 90%
+/// of its first value while the validation loss never gets below its first epoch's, and (for a
+/// classifier) the validation accuracy never gains 0.02 over its first value and ends below half
+/// the training accuracy. Overfitting improves the validation curves first and then turns; a
+/// model that fits its training targets and learns nothing about the validation ones was given
+/// training labels or inputs preprocessed differently (a label transform, a scaling applied to
+/// one split only). The check is in the spirit of UMLAUT's train/validation consistency checks
+/// and DeepDiagnosis' "output out of range of the labels" (reference §8); the thresholds are
+/// ours. Suspect: CPP 0.6 (data preparation).
+fn train_val_mismatch(cx: &mut Ctx) {
+    let loss = cx.curve(|r| r.loss);
+    let val = cx.curve(|r| r.val_loss);
+    if loss.len() < 3 || val.len() < 3 {
+        return;
+    }
+    let (first, last) = (loss[0], loss[loss.len() - 1]);
+    if first <= 0.0 || (first - last) / first < 0.9 {
+        return;
+    }
+    let v0 = val[0];
+    let vbest = val.iter().copied().fold(f64::INFINITY, f64::min);
+    if vbest < v0 - 0.01 * v0.abs() {
+        return;
+    }
+    let mut ev = format!(
+        "the training loss falls {} -> {} while the validation loss never drops below its first \
+         {} (best {})",
+        fmt_num(first),
+        fmt_num(last),
+        fmt_num(v0),
+        fmt_num(vbest)
+    );
+    if cx.a.subject.task == Task::Classification {
+        let acc = cx.curve(|r| r.acc);
+        let vacc = cx.curve(|r| r.val_acc);
+        if let (Some(&a), Some(&va0)) = (acc.last(), vacc.first()) {
+            let vbest = vacc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let vlast = vacc[vacc.len() - 1];
+            if vbest - va0 >= 0.02 || vlast >= 0.5 * a {
+                return;
+            }
+            ev.push_str(&format!(
+                "; training accuracy {} vs validation accuracy {}",
+                fmt_num(a),
+                fmt_num(vlast)
+            ));
+        }
+    }
+    cx.push(Suspect::new(
+        label(FaultType::CPP),
+        0.6,
+        "train-val-mismatch",
+        format!(
+            "{ev}: the model fits its training targets and learns nothing about the validation \
+             ones; training labels or inputs are likely prepared differently"
+        ),
+    ));
+}
+
+/// A squashing output activation on a regression target, seen in the trace: the output layer
+/// (sigmoid, tanh, softsign, hard_sigmoid or softmax) is saturated (saturated_frac ≥ 0.5, the
+/// saturation monitor's threshold) in at least half the epochs, or its mean |out| ends within
+/// 10% of the activation's bound (1), or the loss stops falling while it is bounded (the best
+/// loss of the second half is within 1% of the first half's). Bounded predictions cannot follow
+/// targets outside their range (DeepDiagnosis' "output out of range of the labels", reference
+/// §8). Suspect: ACH(last) 0.7.
+fn bounded_regression_output(cx: &mut Ctx) {
+    if cx.a.subject.task != Task::Regression {
+        return;
+    }
+    let n = cx.n_layers();
+    if n == 0 {
+        return;
+    }
+    let j = n - 1;
+    let act = cx.act_of(j).unwrap_or_default();
+    if !crate::arch::SQUASHING.contains(&act.as_str()) {
+        return;
+    }
+    let i = cx.idx(j);
+    let sat = cx.series(j, |l| l.saturated_frac);
+    let hot = sat.iter().filter(|(_, v)| *v >= 0.5).count();
+    let outs = cx.series(j, |l| l.mean_abs_out);
+    let loss = cx.curve(|r| r.loss);
+    let why = if sat.len() >= 2 && hot * 2 >= sat.len() {
+        format!("saturated in {hot} of {} epochs", sat.len())
+    } else if let Some(&(_, o)) = outs.last()
+        && o >= 0.9
+    {
+        format!(
+            "mean |out| = {} at the last epoch, at its bound 1",
+            fmt_num(o)
+        )
+    } else if loss.len() >= 4 {
+        let h = loss.len() / 2;
+        let b1 = loss[..h].iter().copied().fold(f64::INFINITY, f64::min);
+        let b2 = loss[h..].iter().copied().fold(f64::INFINITY, f64::min);
+        if b1 > 0.0 && b2 >= 0.99 * b1 {
+            format!(
+                "the loss stops falling at {} (best of the first half {})",
+                fmt_num(b2),
+                fmt_num(b1)
+            )
+        } else {
+            return;
+        }
+    } else {
+        return;
+    };
+    let sugg = cx.a.suggest_str(&format!("act{i}"), &["linear"]);
+    cx.push(
+        Suspect::new(
+            layer_label(FaultType::ACH, i),
+            0.7,
+            "bounded-regression-output",
+            format!(
+                "regression output layer {i} ({act}) is bounded: {why}; predictions cannot follow \
+                 targets outside its range"
+            ),
+        )
+        .suggest(sugg),
+    );
 }
