@@ -155,6 +155,8 @@ struct Ctx<'a> {
     /// Suspects of the correlated "nothing moves" monitors, combined by maximum (not noisy-or)
     /// at the end: they see one symptom through several signals.
     stall: Vec<Suspect>,
+    /// The confidence of each `stall` suspect before an explanation discounted it.
+    stall_full: Vec<f64>,
     /// A pinned output explains a run where nothing moves.
     explained: bool,
     /// Some hidden layer gets no gradient (dead from the initial weights, all-zero weights, zero
@@ -172,6 +174,7 @@ impl Ctx<'_> {
 
     /// Pushes a generic "nothing moves" suspect, at 30% of its confidence when explained.
     fn push_generic(&mut self, mut s: Suspect) {
+        self.stall_full.push(s.confidence);
         if self.explained {
             s.confidence *= 0.3;
             s.evidence
@@ -253,14 +256,32 @@ impl Ctx<'_> {
     }
 
     /// The stall suspects, one per label, with the largest confidence of its contributors.
+    ///
+    /// Each cause is scored on its own evidence (issue 20, item 1): an explanation (a pinned or
+    /// silent output, a fitted training set) discounts the stall suspects because it accounts
+    /// for the stall, but a label that another, non-stall monitor supports on its own (at
+    /// confidence ≥ 0.45, e.g. `still-improving` or `steady-descent` for HNE/HLR) is a second
+    /// cause at work, not one explained away: its stall suspects keep their full confidence.
     fn collapse_stall(&mut self) {
         let stall = std::mem::take(&mut self.stall);
+        let full = std::mem::take(&mut self.stall_full);
+        let discounted = self.explained || self.fitted;
         for mut m in crate::merge(std::slice::from_ref(&stall)) {
+            let corroborated = discounted
+                && self
+                    .out
+                    .iter()
+                    .any(|o| o.label == m.label && o.confidence >= 0.45);
             m.confidence = stall
                 .iter()
-                .filter(|s| s.label == m.label)
-                .map(|s| s.confidence)
+                .zip(&full)
+                .filter(|(s, _)| s.label == m.label)
+                .map(|(s, f)| if corroborated { *f } else { s.confidence })
                 .fold(0.0, f64::max);
+            if corroborated {
+                m.evidence
+                    .push_str(" [kept: other monitors support this cause on their own]");
+            }
             self.out.push(m);
         }
     }
@@ -394,6 +415,7 @@ pub fn dynamic_monitors(subject: &Subject, config: &Config, trace: &[Value]) -> 
         map,
         out: Vec::new(),
         stall: Vec::new(),
+        stall_full: Vec::new(),
         explained: false,
         frozen: false,
         fitted: false,

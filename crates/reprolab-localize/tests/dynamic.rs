@@ -685,3 +685,35 @@ fn bounded_output_on_a_regression_target() {
     let found = dynamic_monitors(&s, &s.config, &t);
     assert!(find(&found, "ACH(2)").is_none(), "{}", show(&found));
 }
+
+#[test]
+fn a_second_cause_is_not_explained_away() {
+    // A softmax output without gradient explains the stall (not-converging's HNE at 30%), but
+    // the validation loss still falls at the end: the epochs are a second cause, scored on
+    // their own evidence.
+    let s = subject("digits-mlp");
+    let mut t = healthy(20, &MLP, false, 10);
+    set_layer(&mut t, 2, "grad_norm", |e| {
+        json!(if e < 2 { 0.5 } else { 0.0 })
+    });
+    set(&mut t, "acc", |e| json!(0.3 + 0.001 * e as f64));
+    set(&mut t, "val_acc", |e| json!(0.29 + 0.001 * e as f64));
+    let mut stalled = t.clone();
+    set(&mut t, "val_loss", |e| json!(1.0 - 0.03 * e as f64));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    expect(&found, "ACH(2)", "output-no-gradient", 0.7);
+    let h = expect(&found, "HNE", "still-improving", 0.5);
+    assert!(h.source.contains("not-converging"), "{}", show(&found));
+    assert!(h.evidence.contains("kept"), "{}", h.evidence);
+    let types = rank_to_types(&found, 5);
+    assert!(types.contains(&label("HNE")), "{}", show(&found));
+    // Near miss: without the independent evidence the stall stays explained by the output.
+    set(&mut stalled, "val_loss", |_| json!(1.0));
+    let found = dynamic_monitors(&s, &s.config, &stalled);
+    expect(&found, "ACH(2)", "output-no-gradient", 0.7);
+    assert!(
+        find(&found, "HNE").is_none_or(|h| h.confidence < 0.5),
+        "{}",
+        show(&found)
+    );
+}
