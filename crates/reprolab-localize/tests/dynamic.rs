@@ -430,6 +430,13 @@ fn pinned_softmax_output() {
         "{}",
         show(&found)
     );
+    // One epoch is enough: a softmax over one unit is 1 by construction.
+    let found = dynamic_monitors(&s, &c, &t[..1]);
+    expect(&found, "ACH(2)", "output-pinned", 0.85);
+    // Near miss: one epoch of a softmax over ten units (mean |out| 0.1).
+    let s = subject("digits-mlp");
+    let t = healthy(1, &MLP, false, 10);
+    assert!(dynamic_monitors(&s, &s.config, &t).is_empty());
 }
 
 #[test]
