@@ -20,11 +20,15 @@
 //! | `not-converging` | AutoTrainer's slow convergence: max acc and val_acc < 0.6, no epoch gains ≥ 0.01 | HLR 0.45, OCH 0.4, HNE 0.3 |
 //! | `unstable` | AutoTrainer's oscillation: ≥ 0.2·epochs pairs of extrema differing ≥ 0.03 | HLR 0.45, HBS 0.4 |
 //! | `still-improving` | the validation accuracy still gains ≥ 0.02, or the validation loss still drops ≥ 5% (regression: the loss only), over the last quarter of the epochs, and is at its best | HNE 0.45 (0.6 for ≥ 0.05 / ≥ 15%); with it the config's likely cause of the slowness: HLR 0.5 when lr < half the optimiser's usual value, HBS 0.5 when batch_size ≥ 256, OCH 0.35 for sgd/adagrad/adadelta |
-//! | `output-pinned` | softmax output with mean \|out\| = 1 (a single unit) | ACH(last) 0.85 |
+//! | `output-pinned` | softmax output with mean \|out\| = 1 (a single unit), from one epoch on | ACH(last) 0.85 |
 //! | `output-pinned` | non-softmax output whose mean \|out\| never changes | ACH(last) 0.5, LCH 0.45 |
 //! | `output-pinned` | classification sigmoid output with mean \|out\| ≥ 0.99 or ≤ 0.01 in every epoch after the first | LCH 0.5, ACH(last) 0.35 |
 //! | `output-no-gradient` | the output layer's gradient norm is 0 in ≥ half the epochs, output not saturated | LCH 0.6; softmax output: ACH(last) 0.7, LCH 0.3; relu/hard_sigmoid output: ACH(last) 0.5, LCH 0.4 |
 //! | `output-no-gradient` | the same with a saturated output (mean saturated_frac ≥ 0.5) | HLR 0.4, ACH(last) 0.3 |
+//! | `output-no-gradient` | the same after a blow-up (NaN, exploding gradient, oscillation, a diverging loss, a weight norm grown ≥ 10×) | HLR 0.6, ACH(last) 0.2 |
+//! | `steady-descent` | the training loss falls in ≥ 90% of the epochs, never rises > 0.5%, drops 0.5–50% in all, and the last quarter's pace is ≥ half the first quarter's | HNE 0.5; HLR 0.55 when lr ≤ the optimiser's usual default, else 0.3; OCH 0.3 for sgd/adagrad/adadelta |
+//! | `train-val-mismatch` | the training loss falls ≥ 90% while the validation loss never drops below its first value (classification: validation accuracy never gains 0.02 and ends < 0.5) | CPP 0.6 |
+//! | `bounded-regression-output` | regression, squashing output saturated in ≥ half the epochs, or mean \|out\| ≥ 0.9 at the end, or a loss that stops falling | ACH(last) 0.7 |
 //! | `large-activations` | a hidden layer with mean \|out\| ≥ 10, grown ≥ 10× from the first batch | HLR 0.55 (0.4 when exponential) |
 //! | `large-activations` | the same, large from the first batch | WCI(i) 0.35, CPP 0.3 |
 //! | `large-activations` | either, on an exponential layer | ACH(i) 0.5 |
@@ -38,7 +42,14 @@
 //! `acc-flat`, `not-converging`) see one symptom through correlated signals: per fault label they
 //! count once, with the largest of their confidences (not the noisy-or of [`crate::merge`]). When
 //! a pinned output or a gradient-less output layer explains the run (the first `output-pinned`
-//! case, the first `output-no-gradient` case), they report at 30% of their confidence.
+//! case, the first `output-no-gradient` case), or the training loss fell to ~0 (the training
+//! targets are fitted), they report at 30% of their confidence — except for a label that a
+//! non-stall monitor supports on its own (≥ 0.45): a second cause is not explained away by the
+//! first (issue 20, item 1).
+//!
+//! Cross-checks before ranking (issue 20, item 5): a silent output after a blow-up is the
+//! learning rate's doing, and a silent output with a fitted training set (loss ≤ 1e-4 × its
+//! first value, accuracy ≥ 0.99) is no fault of the output layer.
 //!
 //! Trace layers are mapped to config layer indices with [`layer_map`].
 
@@ -1416,8 +1427,11 @@ fn large_activations(cx: &mut Ctx) {
 /// for the distance to cover; and the curve says more epochs would still pay (AutoTrainer's
 /// slow-convergence repairs raise the lr ×10 and change the optimiser, reference §8).
 ///
-/// Suspects: HNE 0.5; HLR 0.55 when lr ≤ the optimiser's usual default (`rules::lr_range`),
-/// else 0.3; OCH 0.3 for sgd/adagrad/adadelta. A noisy flat run does not fall in 90% of its
+/// Suspects: HNE 0.5, 0.4 when the config names a cause of the slow pace (lr below half the
+/// optimiser's usual value, batch_size ≥ 256, sgd/adagrad/adadelta: `still-improving`'s list);
+/// HLR 0.55 when lr ≤ the optimiser's usual default (`rules::lr_range`), else 0.3; OCH 0.3 for
+/// sgd/adagrad/adadelta. With `still-improving` (the same symptom) a label counts once, at the
+/// larger confidence. A noisy flat run does not fall in 90% of its
 /// steps (`loss-flat` takes runs within 0.1%); the thresholds are ours (a healthy run's loss halves early and
 /// then flattens: the crafted healthy traces and the bundled real ones of the correct subjects
 /// stay quiet).
@@ -1455,22 +1469,31 @@ fn steady_descent(cx: &mut Ctx) {
         fmt_num(late),
         fmt_num(early)
     );
+    // The config's own cause of a slow pace (still-improving's list: lr below half the
+    // optimiser's usual value, batch_size >= 256, a slow optimiser) takes the blame first; the
+    // epochs are then the costlier cure.
+    let opt = cx.a.optimizer().unwrap_or_default();
+    let lr = cx.a.num("lr");
+    let default = crate::rules::lr_range(&opt).map(|r| r.2);
+    let slow_config = lr.zip(default).is_some_and(|(lr, d)| lr < 0.5 * d)
+        || cx.a.num("batch_size").is_some_and(|b| b >= 256.0)
+        || matches!(opt.as_str(), "sgd" | "adagrad" | "adadelta");
     let sugg = cx.more_epochs();
-    cx.push(
+    push_max(
+        cx,
         Suspect::new(
             label(FaultType::HNE),
-            0.5,
+            if slow_config { 0.4 } else { 0.5 },
             "steady-descent",
             format!("{ev}: more epochs would still pay"),
         )
         .suggest(sugg),
     );
-    let opt = cx.a.optimizer().unwrap_or_default();
-    if let Some(lr) = cx.a.num("lr") {
-        let default = crate::rules::lr_range(&opt).map(|r| r.2);
+    if let Some(lr) = lr {
         let small = default.is_some_and(|d| lr <= d * (1.0 + 1e-9));
         let sugg = cx.lr_up();
-        cx.push(
+        push_max(
+            cx,
             Suspect::new(
                 label(FaultType::HLR),
                 if small { 0.55 } else { 0.3 },
@@ -1489,7 +1512,8 @@ fn steady_descent(cx: &mut Ctx) {
     }
     if matches!(opt.as_str(), "sgd" | "adagrad" | "adadelta") {
         let sugg = cx.a.suggest_str("optimizer", &["adam", "rmsprop"]);
-        cx.push(
+        push_max(
+            cx,
             Suspect::new(
                 label(FaultType::OCH),
                 0.3,
@@ -1501,13 +1525,35 @@ fn steady_descent(cx: &mut Ctx) {
     }
 }
 
+/// `steady-descent` and `still-improving` read one symptom (the curve still falls at the end):
+/// for a label both support, the larger confidence counts (not the noisy-or), with both
+/// evidences and sources.
+fn push_max(cx: &mut Ctx, s: Suspect) {
+    if let Some(o) = cx
+        .out
+        .iter_mut()
+        .find(|o| o.label == s.label && o.source == "still-improving")
+    {
+        if s.confidence > o.confidence {
+            o.confidence = s.confidence;
+            if s.suggestion.is_some() {
+                o.suggestion = s.suggestion.clone();
+            }
+        }
+        o.evidence = format!("{}; {}", o.evidence, s.evidence);
+        o.source = format!("{}+{}", o.source, s.source);
+        return;
+    }
+    cx.push(s);
+}
+
 /// The training data and the validation data disagree: the training loss falls by at least 90%
 /// of its first value while the validation loss never gets below its first epoch's, and (for a
 /// classifier) the validation accuracy never gains 0.02 over its first value and ends below 0.5.
-/// (The training accuracy is no guide: Keras scores it against the transformed labels.) Overfitting improves the validation curves first and then turns; a
-/// model that fits its training targets and learns nothing about the validation ones was given
-/// training labels or inputs preprocessed differently (a label transform, a scaling applied to
-/// one split only). The check is in the spirit of UMLAUT's train/validation consistency checks
+/// (The training accuracy is no guide: Keras scores it against the transformed labels.)
+/// Overfitting improves the validation curves first and then turns; a model that fits its
+/// training targets and learns nothing about the validation ones was given training labels or
+/// inputs preprocessed differently (a label transform, a scaling applied to one split only). The check is in the spirit of UMLAUT's train/validation consistency checks
 /// and DeepDiagnosis' "output out of range of the labels" (reference §8); the thresholds are
 /// ours. Suspect: CPP 0.6 (data preparation).
 fn train_val_mismatch(cx: &mut Ctx) {

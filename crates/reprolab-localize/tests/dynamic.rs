@@ -542,10 +542,32 @@ fn steady_descent_points_at_the_step_size_and_the_epochs() {
     let mut types = rank_to_types(&found, 5);
     types.sort_by_key(|l| l.to_string());
     assert_eq!(types, vec![label("HLR"), label("HNE")], "{}", show(&found));
-    // With sgd (a slow optimiser) the optimiser is a suspect too, below the threshold.
+    // With sgd (a slow optimiser) the optimiser is a suspect too, below the threshold, and it
+    // takes the blame before the epochs.
     let c = config(&s, json!({"optimizer": "sgd", "lr": 0.01}));
     let found = dynamic_monitors(&s, &c, &t);
     expect(&found, "OCH", "steady-descent", 0.3);
+    assert!(
+        find(&found, "HNE").unwrap().confidence < 0.5,
+        "{}",
+        show(&found)
+    );
+    // An lr far below the usual one explains the pace: HLR, and HNE below the threshold.
+    let c = config(&s, json!({"lr": 3.16e-5}));
+    let found = dynamic_monitors(&s, &c, &t);
+    expect(&found, "HLR", "steady-descent", 0.55);
+    assert!(
+        find(&found, "HNE").unwrap().confidence < 0.5,
+        "{}",
+        show(&found)
+    );
+    // With still-improving (the same symptom, the validation loss still falls) a label counts
+    // once, at the larger confidence.
+    // (t's validation loss falls 8% over the last quarter: still-improving's HNE 0.45.)
+    let found = dynamic_monitors(&s, &c, &t);
+    let h = expect(&found, "HNE", "still-improving", 0.45);
+    assert!(h.source.contains("steady-descent"), "{}", show(&found));
+    assert!(h.confidence < 0.5, "{}", show(&found));
     // Above the optimiser's usual lr, the step size is a weak suspect only.
     let c = config(&s, json!({"lr": 0.01}));
     let found = dynamic_monitors(&s, &c, &t);
