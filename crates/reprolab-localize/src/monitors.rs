@@ -26,7 +26,7 @@
 //! | `output-no-gradient` | the output layer's gradient norm is 0 in ≥ half the epochs, output not saturated | LCH 0.6; softmax output: ACH(last) 0.7, LCH 0.3; relu/hard_sigmoid output: ACH(last) 0.5, LCH 0.4 |
 //! | `output-no-gradient` | the same with a saturated output (mean saturated_frac ≥ 0.5) | HLR 0.4, ACH(last) 0.3 |
 //! | `output-no-gradient` | the same after a blow-up (NaN, exploding gradient, oscillation, a diverging loss, a weight norm grown ≥ 10×) | HLR 0.6, ACH(last) 0.2 |
-//! | `steady-descent` | the training loss falls in ≥ 90% of the epochs, never rises > 0.5%, drops 0.5–50% in all, and the last quarter's pace is ≥ half the first quarter's | HNE 0.5; HLR 0.55 when lr ≤ the optimiser's usual default, else 0.3; OCH 0.3 for sgd/adagrad/adadelta |
+//! | `steady-descent` | the training loss falls in ≥ 90% of the epochs, never rises > 0.5%, drops 0.5–50% in all, and the last quarter's pace is ≥ half the first quarter's | HNE 0.5 (0.4 when lr < half the usual value, batch_size ≥ 256 or a slow optimiser explains the pace); HLR 0.55 when lr ≤ the optimiser's usual default, else 0.3; OCH 0.3 for sgd/adagrad/adadelta; with `still-improving` a label counts once (max) |
 //! | `train-val-mismatch` | the training loss falls ≥ 90% while the validation loss never drops below its first value (classification: validation accuracy never gains 0.02 and ends < 0.5) | CPP 0.6 |
 //! | `bounded-regression-output` | regression, squashing output saturated in ≥ half the epochs, or mean \|out\| ≥ 0.9 at the end, or a loss that stops falling | ACH(last) 0.7 |
 //! | `large-activations` | a hidden layer with mean \|out\| ≥ 10, grown ≥ 10× from the first batch | HLR 0.55 (0.4 when exponential) |
