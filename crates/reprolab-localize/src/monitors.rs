@@ -8,7 +8,7 @@
 //! | `nan-loss` | NaN from the first epoch at a learning rate inside the optimiser's usual range | HLR 0.45, LCH 0.45 |
 //! | `nan-loss` | only a loss ≥ 1e3 that is finite in every epoch and not growing (the loss' scale) | LCH 0.45, HLR 0.3 |
 //! | `exploding-gradient` | ‖g_first‖/‖g_last‖ > 70 or a non-finite gradient | HLR 0.7; ACH(i) 0.5 of exponential layers |
-//! | `vanishing-gradient` | ‖g_first‖/‖g_last‖ < 1e-3 and ‖g_first‖ < 1e-4 | ACH(i) 0.6 of saturating hidden layers; WCI(first) 0.35; HLR 0.25 |
+//! | `vanishing-gradient` | ‖g_first‖/‖g_last‖ < 1e-3 and ‖g_first‖ < 1e-4 | ACH(i) 0.6 of saturating hidden layers; WCI(first) 0.35 (0.15 when a ReLU layer is mostly dead: the dying ReLUs explain it); HLR 0.25 |
 //! | `dying-relu` | a relu layer with dead_frac ≥ 0.7, or grad_zero_frac ≥ 0.7 while gradient reaches it from above | ACH(i) 0.45, HLR 0.5, WCI(i) 0.3; dead already at the first batch (initial weights): WCI(i) 0.55, ACH(i) 0.35 |
 //! | `saturation` | a hidden sigmoid/tanh/softsign/hard_sigmoid layer with saturated_frac > 0.5 in ≥ ⅓ of the epochs | ACH(i) 0.55, WCI(i) 0.35 |
 //! | `zero-weights` | a layer whose weight norm is 0 at the first epoch | WCI(i) 0.6 |
@@ -580,15 +580,30 @@ fn autotrainer(cx: &mut Ctx) {
                         .suggest(sugg),
                     );
                 }
+                // Cross-check (issue 20, item 5): gradients that vanish through ReLU layers that
+                // are mostly dead (dead_frac >= 0.7, AutoTrainer's dying threshold) are the dying
+                // ReLUs' doing, which `dying-relu` localises; the initialiser is then a weak
+                // suspect.
+                let dead_relu = (0..cx.n_layers()).any(|j| {
+                    cx.act_of(j).as_deref() == Some("relu")
+                        && cx
+                            .series(j, |l| l.dead_frac)
+                            .iter()
+                            .any(|(_, d)| *d >= th.dying_frac)
+                });
                 let first = cx.idx(0);
                 let sugg =
                     cx.a.suggest_str(&format!("ki{first}"), &["he_uniform", "glorot_uniform"]);
                 cx.push(
                     Suspect::new(
                         layer_label(FaultType::WCI, first),
-                        0.35,
+                        if dead_relu { 0.15 } else { 0.35 },
                         "vanishing-gradient",
-                        ev.clone(),
+                        if dead_relu {
+                            format!("{ev} (through dead ReLU layers)")
+                        } else {
+                            ev.clone()
+                        },
                     )
                     .suggest(sugg),
                 );

@@ -124,6 +124,22 @@ fn vanishing_gradient() {
     assert_eq!(a.suggestion.as_deref(), Some("act0: sigmoid -> relu"));
     expect(&found, "ACH(1)", "vanishing-gradient", 0.6);
     expect(&found, "WCI(0)", "vanishing-gradient", 0.35);
+    // Through ReLU layers that die later in training (a large learning rate): the dying ReLUs
+    // explain the vanishing gradient; the initialiser stays below the threshold.
+    let mut t = healthy(10, &MLP, false, 10);
+    set_layer(&mut t, 0, "grad_norm", |e| {
+        json!(if e < 3 { 0.5 } else { 1e-6 })
+    });
+    for j in 0..2 {
+        set_layer(&mut t, j, "dead_frac", |e| {
+            json!(if e < 3 { 0.1 } else { 0.95 })
+        });
+    }
+    let found = dynamic_monitors(&s, &s.config, &t);
+    let w = expect(&found, "WCI(0)", "vanishing-gradient", 0.15);
+    assert!(w.confidence < 0.5, "{}", show(&found));
+    assert!(w.evidence.contains("dead ReLU"), "{}", w.evidence);
+    expect(&found, "HLR", "dying-relu", 0.5);
 }
 
 #[test]
