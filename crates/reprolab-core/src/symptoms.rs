@@ -213,8 +213,19 @@ pub fn detect(records: &[EpochRecord]) -> Vec<Symptom> {
 }
 
 /// The symptoms a trace shows, in [`SymptomKind`] order (one per kind, with the first epoch
-/// that showed it).
+/// that showed it); layers are named as the trace names them.
 pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
+    detect_named(records, th, &|_, l| l.name.clone())
+}
+
+/// [`detect_with`], the evidence naming layer `j` of a record (its position in the record) as
+/// `name` says: a caller that knows how trace layers map to the config's layers names them as
+/// the user does (`act1`'s layer is layer 1), not by the model's module indices.
+pub fn detect_named(
+    records: &[EpochRecord],
+    th: &Thresholds,
+    name: &dyn Fn(usize, &LayerRecord) -> String,
+) -> Vec<Symptom> {
     let mut out: Vec<Symptom> = Vec::new();
     let mut found = |kind: SymptomKind, evidence: String| {
         if !out.iter().any(|s| s.kind == kind) {
@@ -223,10 +234,11 @@ pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
     };
     for (i, r) in records.iter().enumerate() {
         let e = epoch_no(r, i);
-        let grads: Vec<(&LayerRecord, f64)> = r
+        let grads: Vec<(String, f64)> = r
             .layers
             .iter()
-            .filter_map(|l| l.grad_norm.map(|gn| (l, gn)))
+            .enumerate()
+            .filter_map(|(j, l)| l.grad_norm.map(|gn| (name(j, l), gn)))
             .collect();
         if grads.len() >= 2 && grads.iter().all(|(_, gn)| *gn == 0.0) {
             found(
@@ -240,12 +252,12 @@ pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
         if let Some((l, gn)) = grads.iter().find(|(_, gn)| !gn.is_finite()) {
             found(
                 SymptomKind::ExplodingGradient,
-                format!("epoch {e}: gradient norm of layer {} is {gn}", l.name),
+                format!("epoch {e}: gradient norm of layer {l} is {gn}"),
             );
         }
         if grads.len() >= 2 {
-            let (first, gf) = grads[0];
-            let (last, gl) = grads[grads.len() - 1];
+            let (first, gf) = (&grads[0].0, grads[0].1);
+            let (last, gl) = (&grads[grads.len() - 1].0, grads[grads.len() - 1].1);
             let ratio = gf / gl;
             if gf.is_finite() && gl.is_finite() && gl > 0.0 {
                 if ratio < th.vanish_ratio && gf < th.vanish_first {
@@ -257,8 +269,8 @@ pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
                             g(th.vanish_ratio),
                             g(gf),
                             g(th.vanish_first),
-                            first.name,
-                            last.name
+                            first,
+                            last
                         ),
                     );
                 }
@@ -269,8 +281,8 @@ pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
                             "epoch {e}: ‖g_first‖/‖g_last‖ = {} > {} (layers {} and {})",
                             g(ratio),
                             th.explode_ratio,
-                            first.name,
-                            last.name
+                            first,
+                            last
                         ),
                     );
                 }
@@ -303,7 +315,7 @@ pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
                         SymptomKind::DyingRelu,
                         format!(
                             "epoch {e}: layer {} (relu) has {what} = {} >= {}",
-                            l.name,
+                            name(j, l),
                             g(f),
                             th.dying_frac
                         ),

@@ -54,7 +54,7 @@
 //! Trace layers are mapped to config layer indices with [`layer_map`].
 
 use reprolab_core::symptoms::{
-    EpochRecord, LayerRecord, SymptomKind, Thresholds, detect, parse_trace,
+    EpochRecord, LayerRecord, SymptomKind, Thresholds, detect, detect_named, parse_trace,
 };
 use reprolab_core::{Config, FaultLabel, FaultType, Subject, Task};
 use serde_json::Value;
@@ -471,7 +471,8 @@ fn layer_label(t: FaultType, i: u32) -> FaultLabel {
 
 fn autotrainer(cx: &mut Ctx) {
     let th = Thresholds::default();
-    let symptoms = detect(&cx.records);
+    // Layers by the config's numbering (act1's layer is layer 1), as every other monitor says.
+    let symptoms = detect_named(&cx.records, &th, &|j, _| cx.idx(j).to_string());
     for s in symptoms {
         let ev = format!("{}: {}", s.name, s.evidence);
         match s.kind {

@@ -109,7 +109,9 @@ fn exploding_gradient() {
     });
     set_layer(&mut t, 2, "grad_norm", |_| json!(0.5));
     let found = dynamic_monitors(&s, &s.config, &t);
-    expect(&found, "HLR", "exploding-gradient", 0.7);
+    let h = expect(&found, "HLR", "exploding-gradient", 0.7);
+    // The config's layer numbers (act0 … act2), not the model's module indices (0, 2, 4).
+    assert!(h.evidence.contains("(layers 0 and 2)"), "{}", h.evidence);
     assert!(rank_to_types(&found, 3).contains(&label("HLR")));
 }
 
