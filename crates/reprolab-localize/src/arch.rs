@@ -148,7 +148,10 @@ impl<'a> Arch<'a> {
         Some(match current {
             Some(cur) => format!("{key}: {} -> {}", show(cur), show(pick)),
             // The program fixes it itself: the change goes into its code, not config.json.
-            None => format!("{key} (not in the config; in the program) -> {}", show(pick)),
+            None => format!(
+                "{key} (not in the config; in the program) -> {}",
+                show(pick)
+            ),
         })
     }
 
