@@ -723,8 +723,8 @@ pub enum EngineArg {
     Bohb,
     /// AutoTrainer-style: trace, detect symptoms, try its fixes in order, each retrained from scratch.
     Rules,
-    /// Fault-localisation-guided: TPE over only the hyperparameters localisation suspects,
-    /// widened to the whole space only when that finds no improvement.
+    /// Fault-localisation-guided: TPE over only the hyperparameters localisation suspects; the
+    /// second half adds the next suspects after an improvement, the whole space without one.
     Guided,
     /// The study's LLM repair prompt (needs --llm): --samples answers, each read into a patch
     /// the search space accepts and trained.
