@@ -269,7 +269,7 @@ impl Executor for RayExecutor {
             "op": "eval", "id": id, "subject_dir": request.subject_dir, "entry": entry,
             "command": command,
             "config": request.config, "seed": request.seed, "mode": request.mode,
-            "framework": request.framework,
+            "framework": request.framework, "prune": request.prune,
             "limits": {"timeout_s": request.limits.timeout_s, "memory_mb": request.limits.memory_mb,
                        "output_mb": request.limits.output_mb},
         });
