@@ -737,13 +737,22 @@ pub enum PruneArg {
     /// its best validation metric so far is worse than the median of the finished trials' at
     /// that epoch.
     Median,
+    /// Optuna's PercentilePruner(75): as median, but a trial stops only when it is behind
+    /// three quarters of the finished trials (in their bottom quarter).
+    #[value(name = "p75")]
+    P75,
 }
 
 impl PruneArg {
     pub fn pruner(self) -> Option<reprolab_search::PercentilePruner> {
+        let median = reprolab_search::PercentilePruner::median();
         match self {
             PruneArg::None => None,
-            PruneArg::Median => Some(reprolab_search::PercentilePruner::median()),
+            PruneArg::Median => Some(median),
+            PruneArg::P75 => Some(reprolab_search::PercentilePruner {
+                percentile: 75.0,
+                ..median
+            }),
         }
     }
 
@@ -751,6 +760,7 @@ impl PruneArg {
         match self {
             PruneArg::None => "none",
             PruneArg::Median => "median",
+            PruneArg::P75 => "p75",
         }
     }
 }
