@@ -16,6 +16,16 @@ evaluations are answered out of order, as Ray finishes them:
   {"ev": "done", "id", ...what Slot.run returned: "exit_code", "signal", "violation", "peak_mb",
   "elapsed_s", "result", "epochs", "output", "node"} or {"ev": "done", "id", "infra": message}
   when Ray itself failed (a slot that died twice, a lost node).
+  {"op": "script", "id", "source", "seed", "paths": [directories], "limits"} runs a
+  reproduction script (`reprolab reproduce`) in a slot's warm worker, the import directories
+  shipped like subjects -> {"ev": "done", "id", "exit_code", "signal", "violation", "peak_mb",
+  "elapsed_s", "workdir" (the node's, to neutralise paths in the output), "observed": {file
+  name: text} (what `reprolab.repro` wrote), "output", "node"}, or "infra"/"died" as above.
+  {"op": "test", "id", "tree", "args", "check", "limits", "max_procs"} runs one `reprolab
+  codegen` sample's pytest in a slot's warm `reprolab.codegen_runner`, in a copy of the
+  directory `tree` (`__REPROLAB_TREE__` in args stands for it on the node) -> {"ev": "done",
+  "id", "exit_code", "signal", "violation", "peak_mb", "elapsed_s", "waited_s" (starting the
+  runner), "result", "output", "node"}, or "infra"/"died" as above.
   {"op": "shutdown"} or end of input -> the cluster connection is closed (and a local head
   stopped) and the driver exits 0.
 
@@ -202,11 +212,12 @@ def serve(ray, slots, env_spec):
             if req is None or req.get("op") == "shutdown":
                 open_input = False
                 waiting.clear()  # nobody is left to read their results
-            elif req.get("op") == "eval":
+            elif req.get("op") in ("eval", "script", "test"):
                 waiting.append(req)
             else:
                 _emit({"ev": "error", "id": req.get("id"),
-                       "message": f"unknown op {req.get('op')!r}; expected 'eval' or 'shutdown'"})
+                       "message": f"unknown op {req.get('op')!r}; expected 'eval', 'script', "
+                                  "'test' or 'shutdown'"})
             try:
                 req = requests.get_nowait()
             except queue.Empty:
@@ -214,12 +225,23 @@ def serve(ray, slots, env_spec):
         while waiting and idle:
             req = waiting.pop(0)
             try:
-                subject = subjects.get(req["subject_dir"])
+                if req["op"] == "script":
+                    paths = [subjects.get(p) for p in req.get("paths") or ()]
+                elif req["op"] == "test":
+                    tree = pack_subject(req["tree"])[1]
+                else:
+                    subject = subjects.get(req["subject_dir"])
             except Exception as e:  # noqa: BLE001 - reported with the evaluation
                 _emit({"ev": "done", "id": req["id"], "infra": str(e)})
                 continue
             slot = idle.pop()
-            running[slot.run.remote(req, subject)] = (req["id"], slot)
+            if req["op"] == "script":
+                ref = slot.script.remote(req, paths)
+            elif req["op"] == "test":
+                ref = slot.test.remote(req, tree)
+            else:
+                ref = slot.run.remote(req, subject)
+            running[ref] = (req["id"], slot)
         if running:
             done, _ = ray.wait(list(running), num_returns=1, timeout=0.05)
             for ref in done:

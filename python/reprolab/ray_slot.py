@@ -41,9 +41,15 @@ POLL_S = 0.2
 # A worker's own memory is measured again after this many evaluations (it drifts by a few MB).
 BASELINE_EVERY = 16
 
+# The warm processes a slot keeps: the evaluation worker, and (started by the first codegen
+# sample) the pytest runner of `reprolab codegen`.
+EVAL_WORKER, TEST_RUNNER = "reprolab.worker", "reprolab.codegen_runner"
+
 # Placeholders of a command template that only the node can fill (Rust renders the rest).
 MARK_PYTHON, MARK_CONFIG = "__REPROLAB_PYTHON__", "__REPROLAB_CONFIG__"
 MARK_RESULT, MARK_WORKDIR = "__REPROLAB_RESULT__", "__REPROLAB_WORKDIR__"
+# Where a codegen sample's files lie on the node (its pytest arguments name them).
+MARK_TREE = "__REPROLAB_TREE__"
 
 _CREDENTIAL_URL = re.compile(r"://[^/?#@]*:[^/?#@]*@")
 
@@ -183,8 +189,8 @@ class WorkerGone(Exception):
 class Worker:
     """A `python -m reprolab.worker` child speaking the JSON-lines protocol."""
 
-    def __init__(self, scratch, env, netns):
-        argv = [sys.executable, "-m", "reprolab.worker", "--write", scratch]
+    def __init__(self, scratch, env, netns, module=EVAL_WORKER):
+        argv = [sys.executable, "-m", module, "--write", scratch]
         if netns:
             argv = ["unshare", "-rn", "--"] + argv + ["--netns"]
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -270,13 +276,14 @@ class Slot:
 
         # The node's id, not its IP: several nodes may share a machine (and an address).
         self.node = ray.get_runtime_context().get_node_id()[:12]
-        self.worker = None
+        self.workers = {}
         self._worker()
 
-    def _worker(self):
-        if self.worker is None or not self.worker.alive():
-            self.worker = Worker(self.root, self.env, self.netns)
-        return self.worker
+    def _worker(self, module=EVAL_WORKER):
+        w = self.workers.get(module)
+        if w is None or not w.alive():
+            w = self.workers[module] = Worker(self.root, self.env, self.netns, module)
+        return w
 
     def info(self):
         import platform
@@ -296,15 +303,35 @@ class Slot:
             return {"infra": f"cannot unpack the subject on this node: {type(e).__name__}: {e}"}
         if req.get("command"):
             return self._command(req, subject_dir)
+        return self._in_worker(lambda: self._eval(req, subject_dir))
+
+    def script(self, req, paths):
+        """Run one reproduction script (`reprolab.repro` in a forked child of the warm worker,
+        as the local pool runs it); `paths` are the import directories it may use (`--repo`),
+        each `[hash, [object ref]]` like a subject."""
+        try:
+            dirs = [self._materialise(p[0], p[1][0]) for p in paths]
+        except Exception as e:  # noqa: BLE001 - the machinery's failure, reported as such
+            return {"infra": f"cannot unpack an import directory on this node: "
+                             f"{type(e).__name__}: {e}"}
+        return self._in_worker(lambda: self._script(req, dirs))
+
+    def test(self, req, tree):
+        """Run one `reprolab codegen` sample's pytest in a forked child of the slot's warm pytest
+        runner, in a private copy of the sample's files (`tree`: their tar archive, passed by
+        value: every sample differs, so nothing is kept on the node)."""
+        return self._in_worker(lambda: self._test(req, tree), TEST_RUNNER)
+
+    def _in_worker(self, run, module=EVAL_WORKER):
         last = None
-        for _ in range(2):  # a worker that died is replaced and the evaluation tried once more
+        for _ in range(2):  # a worker that died is replaced and the run tried once more
             try:
-                return self._eval(req, subject_dir)
+                return run()
             except WorkerGone as e:
                 last = str(e)
-                if self.worker is not None:
-                    self.worker.kill()
-                self.worker = None
+                w = self.workers.pop(module, None)
+                if w is not None:
+                    w.kill()
         return {"died": last}
 
     def _materialise(self, digest, ref):
@@ -341,6 +368,55 @@ class Slot:
             return {"exit_code": ended.get("exit_code"), "signal": ended.get("signal"),
                     "violation": violation, "peak_mb": peak_kb // 1024,
                     "elapsed_s": elapsed, "node": self.node, **_outputs(workdir)}
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _script(self, req, dirs):
+        w = self._worker()
+        workdir = tempfile.mkdtemp(prefix="s", dir=self.root)
+        try:
+            script, out = os.path.join(workdir, "reproduce.py"), os.path.join(workdir, "observed")
+            with open(script, "w", encoding="utf-8") as f:
+                f.write(req["source"])
+            os.mkdir(out)
+            baseline = w.baseline()
+            w.send({"op": "script", "id": req["id"], "script": script, "seed": req["seed"],
+                    "out": out, "paths": dirs, "workdir": workdir})
+            child = self._started(w, req["id"])
+            ended, violation, peak_kb, elapsed = self._supervise(w, req["id"], child, baseline,
+                                                                 req["limits"], workdir)
+            observed = {name: _read(os.path.join(out, name)) for name in sorted(os.listdir(out))
+                        if os.path.isfile(os.path.join(out, name))}
+            return {"exit_code": ended.get("exit_code"), "signal": ended.get("signal"),
+                    "violation": violation, "peak_mb": peak_kb // 1024, "elapsed_s": elapsed,
+                    "node": self.node, "workdir": workdir, "observed": observed,
+                    "output": _tail(os.path.join(workdir, "output.log"), OUTPUT_TAIL_BYTES)}
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _test(self, req, tree):
+        t0 = time.monotonic()
+        w = self._worker(TEST_RUNNER)
+        started_s = time.monotonic() - t0
+        workdir = tempfile.mkdtemp(prefix="t", dir=self.root)
+        try:
+            cwd = os.path.join(workdir, "src")
+            with tarfile.open(fileobj=io.BytesIO(tree)) as tar:
+                tar.extractall(cwd, filter="data")
+            limits = req["limits"]
+            baseline = w.baseline()
+            w.send({"op": "test", "id": req["id"], "workdir": workdir, "cwd": cwd,
+                    "args": [a.replace(MARK_TREE, cwd) for a in req["args"]],
+                    "check": req.get("check") or [], "memory_mb": limits["memory_mb"],
+                    "max_procs": req.get("max_procs") or 0})
+            child = self._started(w, req["id"])
+            ended, violation, peak_kb, elapsed = self._supervise(w, req["id"], child, baseline,
+                                                                 limits, workdir)
+            return {"exit_code": ended.get("exit_code"), "signal": ended.get("signal"),
+                    "violation": violation, "peak_mb": peak_kb // 1024, "elapsed_s": elapsed,
+                    "waited_s": started_s, "node": self.node,
+                    "result": _read(os.path.join(workdir, "result.json")),
+                    "output": _tail(os.path.join(workdir, "output.log"), OUTPUT_TAIL_BYTES)}
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
@@ -438,6 +514,6 @@ class Slot:
                 killed_at = time.monotonic()
 
     def close(self):
-        if self.worker is not None:
-            self.worker.kill()
+        for w in self.workers.values():
+            w.kill()
         shutil.rmtree(self.root, ignore_errors=True)

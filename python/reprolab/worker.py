@@ -592,9 +592,16 @@ def main():
 
     base_filters = list(warnings.filters)
     t0 = time.perf_counter()
+    import importlib
+
+    # numpy and scikit-learn are preloaded where installed: a bug report's own environment
+    # (`reprolab reproduce`) may lack scikit-learn, and its scripts do not need it.
+    for optional in ("numpy", "sklearn"):
+        try:
+            importlib.import_module(optional)
+        except ImportError:
+            pass
     try:
-        import numpy  # noqa: F401
-        import sklearn  # noqa: F401
         import torch
     except BaseException as e:  # noqa: BLE001
         _emit({"ev": "error", "fatal": True, "message": f"import failed: {type(e).__name__}: {e}"})
@@ -606,7 +613,6 @@ def main():
         pass
     # Modules every training would otherwise import on its own, in each child: the first
     # optimizer step imports torch._dynamo (several seconds). Imports only, no computation.
-    import importlib
 
     for name in _WARM_IMPORTS:
         try:

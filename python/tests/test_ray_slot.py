@@ -66,7 +66,7 @@ def slot(tmp_path_factory):
     s.subjects = str(root / "subjects")
     env = ray_slot.scrubbed_env({"PATH", "HOME"}, {"OMP_NUM_THREADS": "1",
                                                    "KERAS_BACKEND": "torch"}, str(PYTHON_DIR))
-    s.env, s.netns, s.node, s.worker = env, False, "test", None
+    s.env, s.netns, s.node, s.workers = env, False, "test", {}
     yield s
     s.close()
 
@@ -92,7 +92,7 @@ def test_a_slot_enforces_time_and_output_limits_and_keeps_its_worker(slot):
     r = _eval(slot, "print", output_mb=1)
     assert r["violation"] == "output"
     assert len(r["output"]) <= ray_slot.OUTPUT_TAIL_BYTES
-    assert slot.worker.alive()
+    assert slot._worker().alive()
     assert json.loads(_eval(slot, "ok")["result"])["status"] == "ok"
 
 
@@ -117,4 +117,43 @@ def test_a_worker_killed_mid_evaluation_is_replaced_and_the_evaluation_retried(s
     threading.Timer(1.0, lambda: os.killpg(first.proc.pid, signal.SIGKILL)).start()
     r = slot.run(req, subject)
     assert json.loads(r["result"])["status"] == "ok", r
-    assert slot.worker is not first and slot.worker.alive()
+    assert slot._worker() is not first and slot._worker().alive()
+
+
+def _tree(files):
+    """A codegen sample's files as the driver ships them (a tar archive)."""
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_a_slot_runs_a_codegen_sample_in_its_warm_pytest_runner(slot):
+    tree = _tree({"solution.py": "def add(a, b):\n    return a + b\n",
+                  "test_task.py": "from solution import add\n\n"
+                                  "def test_add():\n    assert add(1, 2) == 3\n\n"
+                                  "def test_wrong():\n    assert add(1, 1) == 3\n",
+                  "pytest.ini": "[pytest]\n"})
+    req = {"id": "t1", "args": ["-q", "-p", "no:cacheprovider", "--rootdir",
+                                ray_slot.MARK_TREE, "test_task.py"],
+           "check": ["solution.py"], "max_procs": 0,
+           "limits": {"timeout_s": 60, "memory_mb": 2048, "output_mb": 4}}
+    r = slot.test(req, tree)
+    assert r["violation"] is None, r
+    record = json.loads(r["result"])
+    outcomes = {t["nodeid"].split("::")[-1]: t["outcome"] for t in record["tests"]}
+    assert outcomes == {"test_add": "passed", "test_wrong": "failed"}, record
+    assert slot.workers[ray_slot.TEST_RUNNER].alive()
+    # a sample that loops is stopped at its time limit, and the next one still runs
+    loop = _tree({"test_loop.py": "def test_loop():\n    while True:\n        pass\n"})
+    r = slot.test(dict(req, id="t2", args=["test_loop.py"], check=[],
+                       limits=dict(req["limits"], timeout_s=2)), loop)
+    assert r["violation"] == "timeout", r
+    assert json.loads(slot.test(dict(req, id="t3"), tree)["result"])["tests"], "runs again"

@@ -213,17 +213,21 @@ fn avg(v: &[f64]) -> String {
     crate::agg::fmt2(crate::agg::mean(v))
 }
 
-/// Table 5 (first row: the headers): per engine, RC and F3 over artificial, real and all faults,
-/// stability, seconds per fault and the LLM's mapped share.
+/// Table 5 (first row: the headers): per engine, RC and F3 over artificial, real (and, when
+/// there are any, manual) faults and all of them, stability, seconds per fault and the LLM's
+/// mapped share.
 pub fn summary_rows(rows: &[Row], engines: &[String]) -> Vec<Vec<String>> {
-    let mut out = vec![
+    let mut groups = vec![("artificial", "mutation"), ("real", "real")];
+    if rows.iter().any(|r| r.origin == "manual") {
+        groups.push(("manual", "manual"));
+    }
+    let mut headers = vec!["engine".to_string(), "faults".to_string()];
+    for (set, _) in &groups {
+        headers.push(format!("RC {set}"));
+        headers.push(format!("F3 {set}"));
+    }
+    headers.extend(
         [
-            "engine",
-            "faults",
-            "RC artificial",
-            "F3 artificial",
-            "RC real",
-            "F3 real",
             "RC all",
             "PR all",
             "F3 all",
@@ -231,9 +235,9 @@ pub fn summary_rows(rows: &[Row], engines: &[String]) -> Vec<Vec<String>> {
             "s per fault",
             "mapped",
         ]
-        .map(String::from)
-        .to_vec(),
-    ];
+        .map(String::from),
+    );
+    let mut out = vec![headers];
     for name in engines {
         let rs: Vec<&Row> = rows.iter().filter(|r| &r.engine == name).collect();
         let of = |origin: Option<&str>, f: fn(&Row) -> f64| {
@@ -243,13 +247,12 @@ pub fn summary_rows(rows: &[Row], engines: &[String]) -> Vec<Vec<String>> {
                 .map(|r| f(r))
                 .collect::<Vec<_>>())
         };
-        out.push(vec![
-            name.clone(),
-            rs.len().to_string(),
-            of(Some("mutation"), |r| r.rc),
-            of(Some("mutation"), |r| r.f3),
-            of(Some("real"), |r| r.rc),
-            of(Some("real"), |r| r.f3),
+        let mut row = vec![name.clone(), rs.len().to_string()];
+        for (_, origin) in &groups {
+            row.push(of(Some(origin), |r| r.rc));
+            row.push(of(Some(origin), |r| r.f3));
+        }
+        row.extend([
             of(None, |r| r.rc),
             of(None, |r| r.pr),
             of(None, |r| r.f3),
@@ -257,6 +260,7 @@ pub fn summary_rows(rows: &[Row], engines: &[String]) -> Vec<Vec<String>> {
             of(None, |r| r.seconds),
             avg(&rs.iter().filter_map(|r| r.mapped).collect::<Vec<_>>()),
         ]);
+        out.push(row);
     }
     out
 }
@@ -282,6 +286,7 @@ pub fn before_after_rows(rows: &[Row], engines: &[String]) -> Vec<Vec<String>> {
         for (set, origin) in [
             ("artificial", Some("mutation")),
             ("real", Some("real")),
+            ("manual", Some("manual")),
             ("all", None),
         ] {
             let rs: Vec<&Row> = rows

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use reprolab_core::manifest::Limits;
-use reprolab_exec::PythonEnv;
+use reprolab_exec::{Executor, PythonEnv, RayExecutor};
 use reprolab_store::{Store, StoreError};
 use sha2::{Digest, Sha256};
 use tokio::sync::{OnceCell, Semaphore};
@@ -170,6 +170,21 @@ impl Harness {
             store: store.map(|s| Arc::new(Mutex::new(s))),
             fingerprints: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// A harness whose samples run on the slots of `ray` (`--backend ray`), as many at once as
+    /// the cluster has slots; the AST helper stays local.
+    pub fn on_ray(
+        env: PythonEnv,
+        store: Option<Store>,
+        opts: Options,
+        ray: Arc<RayExecutor>,
+    ) -> Result<Harness, HarnessError> {
+        let workers = ray.parallelism();
+        let mut harness = Harness::new(env, store, Options { workers, ..opts })?;
+        let inner = Arc::get_mut(&mut harness.inner).expect("a new harness is not shared");
+        inner.backend = OnceCell::new_with(Some(Backend::Ray(ray)));
+        Ok(harness)
     }
 
     pub fn options(&self) -> &Options {

@@ -17,12 +17,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reprolab_core::manifest::Limits;
-use reprolab_exec::PythonEnv;
+use reprolab_exec::pool::ScriptFailure;
 use reprolab_exec::proctree::Tree;
-use reprolab_exec::result::read_tail;
+use reprolab_exec::ray::{RayExecutor, TestJob};
+use reprolab_exec::result::{last_bytes, read_tail};
 use reprolab_exec::sandbox;
 use reprolab_exec::supervise::{Violation, supervise};
 use reprolab_exec::worker::{ForkError, Worker, WorkerError};
+use reprolab_exec::{Executor, PythonEnv};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, Semaphore, mpsc};
 
@@ -153,6 +155,9 @@ pub enum RunnerError {
     /// The `ast` helper could not be started or did not answer.
     #[error("the Python helper failed")]
     Helper(#[source] WorkerError),
+    /// The Ray cluster could not run the sample (a lost driver or node).
+    #[error("on Ray: {0}")]
+    Ray(String),
     /// The `ast` helper's answer is not what was asked for.
     #[error("the Python helper's answer is malformed: {0}")]
     HelperAnswer(String),
@@ -162,6 +167,8 @@ pub enum RunnerError {
 pub enum Backend {
     Warm(Arc<WarmPool>),
     Fresh(FreshRunner),
+    /// The slots of a Ray cluster (`--backend ray`), each with a warm runner of its own.
+    Ray(Arc<RayExecutor>),
 }
 
 impl Backend {
@@ -170,12 +177,15 @@ impl Backend {
         match self {
             Backend::Warm(pool) => pool.run(req).await,
             Backend::Fresh(fresh) => fresh.run(req).await,
+            Backend::Ray(ray) => run_on_ray(ray, req).await,
         }
     }
 
     pub async fn shutdown(&self) {
-        if let Backend::Warm(pool) = self {
-            pool.shutdown().await;
+        match self {
+            Backend::Warm(pool) => pool.shutdown().await,
+            Backend::Ray(ray) => ray.shutdown().await,
+            Backend::Fresh(_) => {}
         }
     }
 
@@ -187,8 +197,40 @@ impl Backend {
                 .lock()
                 .map(|v| v.clone())
                 .unwrap_or_default(),
-            Backend::Fresh(_) => Vec::new(),
+            Backend::Fresh(_) | Backend::Ray(_) => Vec::new(),
         }
+    }
+}
+
+/// One sample's tests in a Ray slot: the same pytest arguments, plugin and limits as a local
+/// warm runner's.
+async fn run_on_ray(ray: &RayExecutor, req: &TestRequest) -> Result<TestRun, RunnerError> {
+    let args = req.pytest_args();
+    let job = TestJob {
+        tree: &req.cwd,
+        args: &args,
+        check: &req.check,
+        limits: req.limits,
+        max_procs: req.max_procs,
+    };
+    match ray.run_test(&job).await {
+        Ok(ended) => Ok(TestRun {
+            ending: ending_of(ended.violation, ended.exit.code, ended.exit.signal),
+            record: ended.result.and_then(|t| serde_json::from_str(&t).ok()),
+            peak_mb: ended.peak_mb,
+            elapsed: Duration::from_secs_f64(ended.elapsed_s.max(0.0)),
+            waited: Duration::from_secs_f64(ended.waited_s.max(0.0)),
+            output_tail: last_bytes(&ended.output, OUTPUT_TAIL_BYTES),
+        }),
+        // As for a local runner: a sample that killed its runner on every try failed.
+        Err(ScriptFailure::KilledWorker { .. }) => Ok(finish(
+            req,
+            Ending::RunnerKilled,
+            0,
+            Duration::ZERO,
+            Duration::ZERO,
+        )),
+        Err(ScriptFailure::Infra(message)) => Err(RunnerError::Ray(message)),
     }
 }
 

@@ -97,6 +97,10 @@ pub fn parse_trace(epochs: &[Value]) -> Vec<EpochRecord> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SymptomKind {
+    /// No layer receives a gradient: every layer's gradient norm is 0 in an epoch (an output
+    /// that is constant, e.g. a softmax over one unit). Checked before the gradient ratios and
+    /// dying ReLUs, which it would otherwise trigger.
+    NoGradient,
     /// `‖g_first‖ / ‖g_last‖ < 1e-3` and `‖g_first‖ < 1e-4`.
     VanishingGradient,
     /// `‖g_first‖ / ‖g_last‖ > 70`, or a non-finite gradient norm.
@@ -111,17 +115,23 @@ pub enum SymptomKind {
     /// Slow convergence: maximal train (and validation) accuracy `< 0.6` and no epoch gains
     /// `≥ 0.01`.
     NotConverging,
+    /// Training stopped while the loss was still falling: it fell in each of the last three
+    /// epochs, the last time by `≥ 2%` (not an AutoTrainer check: the study's too-few-epochs
+    /// and too-large-batch faults show it).
+    StillImproving,
 }
 
 impl SymptomKind {
     pub fn as_str(self) -> &'static str {
         match self {
+            SymptomKind::NoGradient => "no_gradient",
             SymptomKind::VanishingGradient => "vanishing_gradient",
             SymptomKind::ExplodingGradient => "exploding_gradient",
             SymptomKind::NanLoss => "nan_loss",
             SymptomKind::DyingRelu => "dying_relu",
             SymptomKind::Unstable => "unstable",
             SymptomKind::NotConverging => "not_converging",
+            SymptomKind::StillImproving => "still_improving",
         }
     }
 }
@@ -164,6 +174,8 @@ pub struct Thresholds {
     pub slow_acc: f64,
     pub slow_gain: f64,
     pub big_loss: f64,
+    /// Relative fall of the loss in the last epoch that counts as still improving.
+    pub still_falling: f64,
 }
 
 impl Default for Thresholds {
@@ -178,6 +190,7 @@ impl Default for Thresholds {
             slow_acc: 0.6,
             slow_gain: 0.01,
             big_loss: 1e3,
+            still_falling: 0.02,
         }
     }
 }
@@ -200,8 +213,19 @@ pub fn detect(records: &[EpochRecord]) -> Vec<Symptom> {
 }
 
 /// The symptoms a trace shows, in [`SymptomKind`] order (one per kind, with the first epoch
-/// that showed it).
+/// that showed it); layers are named as the trace names them.
 pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
+    detect_named(records, th, &|_, l| l.name.clone())
+}
+
+/// [`detect_with`], the evidence naming layer `j` of a record (its position in the record) as
+/// `name` says: a caller that knows how trace layers map to the config's layers names them as
+/// the user does (`act1`'s layer is layer 1), not by the model's module indices.
+pub fn detect_named(
+    records: &[EpochRecord],
+    th: &Thresholds,
+    name: &dyn Fn(usize, &LayerRecord) -> String,
+) -> Vec<Symptom> {
     let mut out: Vec<Symptom> = Vec::new();
     let mut found = |kind: SymptomKind, evidence: String| {
         if !out.iter().any(|s| s.kind == kind) {
@@ -210,20 +234,30 @@ pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
     };
     for (i, r) in records.iter().enumerate() {
         let e = epoch_no(r, i);
-        let grads: Vec<(&LayerRecord, f64)> = r
+        let grads: Vec<(String, f64)> = r
             .layers
             .iter()
-            .filter_map(|l| l.grad_norm.map(|gn| (l, gn)))
+            .enumerate()
+            .filter_map(|(j, l)| l.grad_norm.map(|gn| (name(j, l), gn)))
             .collect();
+        if grads.len() >= 2 && grads.iter().all(|(_, gn)| *gn == 0.0) {
+            found(
+                SymptomKind::NoGradient,
+                format!(
+                    "epoch {e}: the gradient norm of every layer ({}) is 0",
+                    grads.len()
+                ),
+            );
+        }
         if let Some((l, gn)) = grads.iter().find(|(_, gn)| !gn.is_finite()) {
             found(
                 SymptomKind::ExplodingGradient,
-                format!("epoch {e}: gradient norm of layer {} is {gn}", l.name),
+                format!("epoch {e}: gradient norm of layer {l} is {gn}"),
             );
         }
         if grads.len() >= 2 {
-            let (first, gf) = grads[0];
-            let (last, gl) = grads[grads.len() - 1];
+            let (first, gf) = (&grads[0].0, grads[0].1);
+            let (last, gl) = (&grads[grads.len() - 1].0, grads[grads.len() - 1].1);
             let ratio = gf / gl;
             if gf.is_finite() && gl.is_finite() && gl > 0.0 {
                 if ratio < th.vanish_ratio && gf < th.vanish_first {
@@ -235,8 +269,8 @@ pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
                             g(th.vanish_ratio),
                             g(gf),
                             g(th.vanish_first),
-                            first.name,
-                            last.name
+                            first,
+                            last
                         ),
                     );
                 }
@@ -247,8 +281,8 @@ pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
                             "epoch {e}: ‖g_first‖/‖g_last‖ = {} > {} (layers {} and {})",
                             g(ratio),
                             th.explode_ratio,
-                            first.name,
-                            last.name
+                            first,
+                            last
                         ),
                     );
                 }
@@ -281,7 +315,7 @@ pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
                         SymptomKind::DyingRelu,
                         format!(
                             "epoch {e}: layer {} (relu) has {what} = {} >= {}",
-                            l.name,
+                            name(j, l),
                             g(f),
                             th.dying_frac
                         ),
@@ -346,8 +380,33 @@ pub fn detect_with(records: &[EpochRecord], th: &Thresholds) -> Vec<Symptom> {
             );
         }
     }
+    if let Some(evidence) = still_falling(records, th.still_falling) {
+        found(SymptomKind::StillImproving, evidence);
+    }
     out.sort_by_key(|s| s.kind);
     out
+}
+
+/// Why the loss was still falling when training stopped (see [`SymptomKind::StillImproving`]).
+fn still_falling(records: &[EpochRecord], min_fall: f64) -> Option<String> {
+    let losses: Vec<f64> = records.iter().filter_map(|r| r.loss).collect();
+    if losses.len() < 4 || losses.iter().any(|l| !l.is_finite()) {
+        return None;
+    }
+    let last = &losses[losses.len() - 4..];
+    let falls = last.windows(2).all(|w| w[1] < w[0]);
+    let fall = (last[2] - last[3]) / last[2].abs().max(f64::MIN_POSITIVE);
+    (falls && fall >= min_fall).then(|| {
+        format!(
+            "the loss fell in each of the last 3 epochs ({} → {} → {} → {}), the last by {:.1}% >= {:.0}%",
+            g(last[0]),
+            g(last[1]),
+            g(last[2]),
+            g(last[3]),
+            fall * 100.0,
+            min_fall * 100.0
+        )
+    })
 }
 
 /// Pairs of adjacent interior local extrema (a peak then a trough, or back) that differ by at

@@ -29,7 +29,8 @@ use tokio::sync::oneshot;
 
 use crate::env::PythonEnv;
 use crate::executor::{EvalRequest, Executor};
-use crate::result::{Exit, Finished, interpret};
+use crate::pool::{ScriptFailure, ScriptJob, ScriptRun};
+use crate::result::{Exit, Finished, OUTPUT_TAIL_BYTES, interpret, last_bytes};
 use crate::sandbox;
 use crate::scratch::Scratch;
 use crate::script::render;
@@ -42,11 +43,43 @@ const MARK_PYTHON: &str = "__REPROLAB_PYTHON__";
 const MARK_CONFIG: &str = "__REPROLAB_CONFIG__";
 const MARK_RESULT: &str = "__REPROLAB_RESULT__";
 const MARK_WORKDIR: &str = "__REPROLAB_WORKDIR__";
+/// Where a codegen sample's files lie on the node.
+const MARK_TREE: &str = "__REPROLAB_TREE__";
 
 /// How long the driver may take to join the cluster and start every slot (each imports torch).
 const STARTUP: Duration = Duration::from_secs(600);
 /// How long a driver asked to stop may take to close the cluster connection (and a local head).
 const SHUTDOWN: Duration = Duration::from_secs(60);
+
+/// One pytest run of `reprolab codegen` for a slot's warm `reprolab.codegen_runner`.
+#[derive(Debug, Clone)]
+pub struct TestJob<'a> {
+    /// The sample's files. They travel to the node by value (every sample differs), where a
+    /// private copy is tested.
+    pub tree: &'a Path,
+    /// pytest's arguments; the tree's path in them becomes the copy's on the node.
+    pub args: &'a [String],
+    /// Files compiled before collection, relative to the tree.
+    pub check: &'a [String],
+    pub limits: Limits,
+    /// Processes or threads the run may add (0: no bound).
+    pub max_procs: u32,
+}
+
+/// How a slot's pytest run ended.
+#[derive(Debug, Clone)]
+pub struct TestEnded {
+    pub exit: Exit,
+    pub violation: Option<Violation>,
+    pub peak_mb: u64,
+    pub elapsed_s: f64,
+    /// Time the slot first spent starting its runner (not the sample's cost).
+    pub waited_s: f64,
+    /// What reprolab's pytest plugin wrote (`result.json`), if anything.
+    pub result: Option<String>,
+    /// The end of what the run printed.
+    pub output: String,
+}
 
 /// Where and how wide to run.
 #[derive(Debug, Clone, Default)]
@@ -108,6 +141,7 @@ pub struct RayExecutor {
     pending: Arc<Mutex<Pending>>,
     next_id: AtomicU64,
     scratch: Scratch,
+    env_id: String,
 }
 
 impl RayExecutor {
@@ -180,12 +214,118 @@ impl RayExecutor {
             pending,
             next_id: AtomicU64::new(0),
             scratch,
+            env_id: env.id.clone(),
         })
     }
 
-    fn gone(&self) -> Finished {
+    /// Why the driver cannot answer.
+    fn gone(&self) -> String {
         let why = self.pending.lock().unwrap().gone.clone();
-        infra(why.unwrap_or_else(|| "the Ray driver stopped answering".into()))
+        why.unwrap_or_else(|| "the Ray driver stopped answering".into())
+    }
+
+    /// Send `msg` (given a fresh id) to the driver and wait for its `done` event; `Err` says
+    /// why none will come.
+    async fn ask(&self, mut msg: Value) -> Result<Value, String> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
+        msg["id"] = json!(id);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut p = self.pending.lock().unwrap();
+            if p.gone.is_some() {
+                drop(p);
+                return Err(self.gone());
+            }
+            p.waiting.insert(id.clone(), tx);
+        }
+        let sent = match self.stdin.lock().await.as_mut() {
+            Some(stdin) => stdin.write_all(format!("{msg}\n").as_bytes()).await,
+            None => Err(std::io::Error::other("the Ray backend was shut down")),
+        };
+        if sent.is_err() {
+            self.pending.lock().unwrap().waiting.remove(&id);
+            return Err(self.gone());
+        }
+        rx.await.map_err(|_| self.gone())
+    }
+
+    /// [`ask`](Self::ask) for a run in a slot's worker: the cluster's failure and a worker
+    /// that died under the run on both tries (the run's own doing) as errors.
+    async fn ask_worker(&self, msg: Value) -> Result<Value, ScriptFailure> {
+        let ev = self.ask(msg).await.map_err(ScriptFailure::Infra)?;
+        if let Some(message) = ev["infra"].as_str() {
+            return Err(ScriptFailure::Infra(message.to_string()));
+        }
+        if let Some(message) = ev["died"].as_str() {
+            return Err(ScriptFailure::KilledWorker {
+                tries: 2,
+                message: message.to_string(),
+            });
+        }
+        Ok(ev)
+    }
+
+    /// Run a reproduction script in a slot's warm worker, as [`WorkerPool::run_script`] does
+    /// locally: the files it recorded land in `job.keep`, its import directories travel by
+    /// content. The slot runs this executor's environment, so `job` must be meant for it
+    /// ([`RayExecutor::env_id`]).
+    ///
+    /// [`WorkerPool::run_script`]: crate::pool::WorkerPool::run_script
+    pub async fn run_script(&self, job: &ScriptJob) -> Result<ScriptRun, ScriptFailure> {
+        let msg = json!({
+            "op": "script", "source": job.source, "seed": job.seed, "paths": job.paths,
+            "limits": limits_json(&job.limits),
+        });
+        let ev = self.ask_worker(msg).await?;
+        for (name, text) in ev["observed"].as_object().into_iter().flatten() {
+            // A plain file name: what the slot sends cannot write outside `keep`.
+            let plain = Path::new(name)
+                .file_name()
+                .is_some_and(|f| f == name.as_str());
+            if let (true, Some(text)) = (plain, text.as_str()) {
+                std::fs::write(job.keep.join(name), text).map_err(|e| {
+                    ScriptFailure::Infra(format!("cannot write {name} of a Ray script run: {e}"))
+                })?;
+            }
+        }
+        Ok(ScriptRun {
+            exit: exit_of(&ev),
+            violation: violation_of(&ev),
+            peak_mb: ev["peak_mb"].as_u64().unwrap_or(0),
+            duration_s: ev["elapsed_s"].as_f64().unwrap_or(0.0),
+            output_tail: last_bytes(ev["output"].as_str().unwrap_or(""), OUTPUT_TAIL_BYTES),
+            workdir: ev["workdir"].as_str().unwrap_or_default().into(),
+        })
+    }
+
+    /// Run one pytest of `reprolab codegen` in a slot's warm pytest runner, on a private copy of
+    /// `job.tree` on the node.
+    pub async fn run_test(&self, job: &TestJob<'_>) -> Result<TestEnded, ScriptFailure> {
+        let tree = job.tree.to_string_lossy();
+        let args: Vec<String> = job
+            .args
+            .iter()
+            .map(|a| a.replace(&*tree, MARK_TREE))
+            .collect();
+        let msg = json!({
+            "op": "test", "tree": job.tree, "args": args, "check": job.check,
+            "limits": limits_json(&job.limits), "max_procs": job.max_procs,
+        });
+        let ev = self.ask_worker(msg).await?;
+        Ok(TestEnded {
+            exit: exit_of(&ev),
+            violation: violation_of(&ev),
+            peak_mb: ev["peak_mb"].as_u64().unwrap_or(0),
+            elapsed_s: ev["elapsed_s"].as_f64().unwrap_or(0.0),
+            waited_s: ev["waited_s"].as_f64().unwrap_or(0.0),
+            result: ev["result"].as_str().map(str::to_string),
+            output: ev["output"].as_str().unwrap_or_default().to_string(),
+        })
+    }
+
+    /// The id of the environment the slots run (scripts for another one run elsewhere).
+    pub fn env_id(&self) -> &str {
+        &self.env_id
     }
 
     /// The outcome of what a slot sent back, decided as a local evaluation's is.
@@ -211,19 +351,14 @@ impl RayExecutor {
                 return infra(format!("cannot write {file} of a Ray evaluation: {e}"));
             }
         }
-        let violation = match ev["violation"].as_str() {
-            Some("timeout") => Some(Violation::Timeout),
-            Some("memory") => Some(Violation::Memory),
-            Some("output") => Some(Violation::Output),
-            _ => None,
-        };
-        let exit = Exit {
-            code: ev["exit_code"].as_i64().map(|c| c as i32),
-            signal: ev["signal"].as_i64().map(|s| s as i32),
-        };
         let peak_mb = ev["peak_mb"].as_u64().unwrap_or(0);
-        let (outcome, epochs, output_tail) =
-            interpret(workdir.path(), exit, violation, peak_mb, limits);
+        let (outcome, epochs, output_tail) = interpret(
+            workdir.path(),
+            exit_of(ev),
+            violation_of(ev),
+            peak_mb,
+            limits,
+        );
         Finished {
             outcome,
             epochs,
@@ -255,35 +390,16 @@ impl Executor for RayExecutor {
                 }
             }
         };
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut p = self.pending.lock().unwrap();
-            if p.gone.is_some() {
-                drop(p);
-                return self.gone();
-            }
-            p.waiting.insert(id.clone(), tx);
-        }
         let msg = json!({
-            "op": "eval", "id": id, "subject_dir": request.subject_dir, "entry": entry,
+            "op": "eval", "subject_dir": request.subject_dir, "entry": entry,
             "command": command,
             "config": request.config, "seed": request.seed, "mode": request.mode,
             "framework": request.framework, "prune": request.prune,
-            "limits": {"timeout_s": request.limits.timeout_s, "memory_mb": request.limits.memory_mb,
-                       "output_mb": request.limits.output_mb},
+            "limits": limits_json(&request.limits),
         });
-        let sent = match self.stdin.lock().await.as_mut() {
-            Some(stdin) => stdin.write_all(format!("{msg}\n").as_bytes()).await,
-            None => Err(std::io::Error::other("the Ray backend was shut down")),
-        };
-        if sent.is_err() {
-            self.pending.lock().unwrap().waiting.remove(&id);
-            return self.gone();
-        }
-        match rx.await {
+        match self.ask(msg).await {
             Ok(ev) => self.finish(&ev, &request.limits),
-            Err(_) => self.gone(),
+            Err(why) => infra(why),
         }
     }
 
@@ -311,6 +427,27 @@ impl Drop for RayExecutor {
         {
             kill_tree(&mut child);
         }
+    }
+}
+
+fn limits_json(limits: &Limits) -> Value {
+    json!({"timeout_s": limits.timeout_s, "memory_mb": limits.memory_mb,
+           "output_mb": limits.output_mb})
+}
+
+fn exit_of(ev: &Value) -> Exit {
+    Exit {
+        code: ev["exit_code"].as_i64().map(|c| c as i32),
+        signal: ev["signal"].as_i64().map(|s| s as i32),
+    }
+}
+
+fn violation_of(ev: &Value) -> Option<Violation> {
+    match ev["violation"].as_str() {
+        Some("timeout") => Some(Violation::Timeout),
+        Some("memory") => Some(Violation::Memory),
+        Some("output") => Some(Violation::Output),
+        _ => None,
     }
 }
 

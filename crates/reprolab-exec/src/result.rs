@@ -160,6 +160,16 @@ pub fn read_epochs(path: &Path) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// The last `max` bytes of `text`, cut forward to a character boundary (the end of output
+/// that arrived as text, as [`read_tail`] keeps a file's).
+pub fn last_bytes(text: &str, max: u64) -> String {
+    let mut start = text.len().saturating_sub(max as usize);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
+}
+
 /// The last `max` bytes of a file, lossily decoded, starting at a line boundary when possible.
 pub fn read_tail(path: &Path, max: u64) -> String {
     let Ok(mut f) = std::fs::File::open(path) else {
@@ -302,6 +312,14 @@ mod tests {
             &Limits::default(),
         );
         assert_eq!(o.kind(), "timeout");
+    }
+
+    #[test]
+    fn the_end_of_a_text_is_cut_at_a_character_boundary() {
+        assert_eq!(last_bytes("hello", 3), "llo");
+        assert_eq!(last_bytes("hi", 10), "hi");
+        // "é" is two bytes: a cut through it starts after it.
+        assert_eq!(last_bytes("aéb", 2), "b");
     }
 
     #[test]

@@ -90,6 +90,48 @@ pub struct Substitution {
     pub why: String,
 }
 
+/// Packages a report uses without stating their versions, to be taken as they were on a date
+/// (the report's, or its commit's): uv resolves them with `--exclude-newer DATE`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AsOf {
+    /// `YYYY-MM-DD`.
+    pub date: String,
+    /// Normalised package names (e.g. `torch`, `keras`).
+    pub packages: Vec<String>,
+    /// Where the date comes from, for the record (`--as-of`, `the report's date`, ...).
+    pub source: String,
+}
+
+impl AsOf {
+    /// `date` if it is a `YYYY-MM-DD` date, else an error that says what was expected.
+    pub fn check_date(date: &str) -> Result<String, String> {
+        let b = date.as_bytes();
+        let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+        let ok = b.len() == 10 && b[4] == b'-' && b[7] == b'-' && digits(0..4);
+        let ok = ok && digits(5..7) && digits(8..10);
+        let (month, day) = if ok {
+            (
+                date[5..7].parse::<u32>().unwrap(),
+                date[8..10].parse::<u32>().unwrap(),
+            )
+        } else {
+            (0, 0)
+        };
+        if ok && (1..=12).contains(&month) && (1..=31).contains(&day) {
+            Ok(date.to_string())
+        } else {
+            Err(format!(
+                "`{date}`: expected a date as YYYY-MM-DD, e.g. 2023-04-02"
+            ))
+        }
+    }
+
+    /// How a package taken on the date is named in the record.
+    fn label(&self, package: &str) -> String {
+        format!("{package} (current on {})", self.date)
+    }
+}
+
 /// What an environment for a set of pins holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Resolution {
@@ -100,6 +142,9 @@ pub struct Resolution {
     pub python: String,
     /// The managed environment itself was used (it already had every pin).
     pub managed: bool,
+    /// Unversioned packages taken as they were on a date.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<AsOf>,
 }
 
 impl Resolution {
@@ -116,20 +161,25 @@ impl Resolution {
 const FRAMEWORKS: &[&str] = &["torch", "keras", "numpy"];
 
 /// The environment for `pins`: the managed one when it satisfies them, else one built for them.
+/// With `as_of`, its packages that no pin names are taken as they were on its date (always a
+/// built environment: the managed one is today's).
 pub fn ensure_spec(
     opts: &EnvOptions,
     pins: &[Pin],
+    as_of: Option<&AsOf>,
     progress: Progress,
 ) -> Result<(PythonEnv, Resolution), EnvError> {
     let base = env::ensure(opts, progress)?;
     let mut pins: Vec<Pin> = pins.to_vec();
     pins.sort();
     pins.dedup_by(|a, b| a.name == b.name);
+    let as_of = as_of.and_then(|a| unpinned(a, &pins));
     let names: Vec<String> = names_of(&pins);
     let installed = installed_versions(&base.python, &names)?;
-    let satisfied = pins
-        .iter()
-        .all(|p| installed.get(&p.name).is_some_and(|v| p.matches(v)));
+    let satisfied = as_of.is_none()
+        && pins
+            .iter()
+            .all(|p| installed.get(&p.name).is_some_and(|v| p.matches(v)));
     // An interpreter the user chose is used as it is: record what differs.
     if satisfied || opts.python.is_some() || base.root.is_none() {
         let substitutions = unmet(
@@ -145,10 +195,31 @@ pub fn ensure_spec(
                 substitutions,
                 python: base.python_version.clone(),
                 managed: true,
+                as_of: None,
             },
         ));
     }
-    build(&base, &pins, progress)
+    build(&base, &pins, as_of.as_ref(), progress)
+}
+
+/// `as_of` for the packages no pin names (`None` when every one is pinned).
+fn unpinned(as_of: &AsOf, pins: &[Pin]) -> Option<AsOf> {
+    let mut packages: Vec<String> = as_of
+        .packages
+        .iter()
+        .map(|p| normalise(p))
+        .filter(|p| !pins.iter().any(|pin| pin.name == *p))
+        .collect();
+    // numpy of the same time: a torch built before numpy 2 cannot import today's.
+    if !packages.is_empty() && !pins.iter().any(|p| p.name == "numpy") {
+        packages.push("numpy".into());
+    }
+    packages.sort();
+    packages.dedup();
+    (!packages.is_empty()).then(|| AsOf {
+        packages,
+        ..as_of.clone()
+    })
 }
 
 fn names_of(pins: &[Pin]) -> Vec<String> {
@@ -197,8 +268,8 @@ fn installed_versions(
 }
 
 /// Requirements for uv: the pins, torch at the managed environment's version when not pinned
-/// (its wheels are in uv's cache; Keras runs on it), and numpy (torch does not require it, every
-/// DL script does): 1.x under a torch built before numpy 2 existed.
+/// (its wheels are in uv's cache; Keras runs on it), numpy (torch does not require it, every
+/// DL script does): 1.x under a torch built before numpy 2 existed, and packaging.
 fn requirements(pins: &[Pin], base_torch: Option<&str>) -> Vec<String> {
     let mut reqs: Vec<String> = pins.iter().map(Pin::requirement).collect();
     let mut old_torch = false;
@@ -217,15 +288,23 @@ fn requirements(pins: &[Pin], base_torch: Option<&str>) -> Vec<String> {
     if !pins.iter().any(|p| p.name == "numpy") {
         reqs.push(if old_torch { "numpy<2" } else { "numpy" }.into());
     }
+    // Imported by Keras 3.0's torch backend and many DL libraries without being declared.
+    if !pins.iter().any(|p| p.name == "packaging") {
+        reqs.push("packaging".into());
+    }
     reqs
 }
 
 fn build(
     base: &PythonEnv,
     pins: &[Pin],
+    as_of: Option<&AsOf>,
     progress: Progress,
 ) -> Result<(PythonEnv, Resolution), EnvError> {
     let cache = env::cache_dir();
+    let dated = as_of.map_or(String::new(), |a| {
+        format!("as of {}: {}", a.date, a.packages.join(" "))
+    });
     let key = env::sha256_hex(&[
         pins.iter()
             .map(Pin::requirement)
@@ -234,6 +313,9 @@ fn build(
             .as_bytes(),
         base.python_version.as_bytes(),
         std::env::consts::ARCH.as_bytes(),
+        dated.as_bytes(),
+        // What `requirements` adds beside the pins: a new companion makes new environments.
+        b"companions-2",
     ]);
     let dir = cache.join("envs").join(format!("spec-{}", &key[..16]));
     let record = dir.join("resolution.json");
@@ -245,7 +327,7 @@ fn build(
     {
         Some(r) if dir.join(".complete").exists() => r,
         _ => {
-            let r = create(base, &dir, pins, progress)?;
+            let r = create(base, &dir, pins, as_of, progress)?;
             let text = serde_json::to_string_pretty(&r).expect("serialisable");
             std::fs::write(&record, text).map_err(env::io_err(&record))?;
             std::fs::write(dir.join(".complete"), &key).map_err(env::io_err(&dir))?;
@@ -271,6 +353,7 @@ fn create(
     base: &PythonEnv,
     dir: &Path,
     pins: &[Pin],
+    as_of: Option<&AsOf>,
     progress: Progress,
 ) -> Result<Resolution, EnvError> {
     let cache = env::cache_dir();
@@ -291,13 +374,13 @@ fn create(
                 "uv is neither on PATH nor installable from PyPI".into(),
             )
         })?;
-    progress(&format!(
-        "creating an environment for {}",
-        pins.iter()
-            .map(Pin::requirement)
-            .collect::<Vec<_>>()
-            .join(" ")
-    ));
+    let mut wanted: Vec<String> = pins.iter().map(Pin::requirement).collect();
+    wanted.extend(
+        as_of
+            .iter()
+            .flat_map(|a| a.packages.iter().map(|p| a.label(p))),
+    );
+    progress(&format!("creating an environment for {}", wanted.join(" ")));
     let mut venv = Command::new(&uv);
     venv.args(["venv", "--python"])
         .arg(&interpreter)
@@ -318,9 +401,46 @@ fn create(
         }
         env::run_logged(cmd, progress)
     };
-    let mut usable: Vec<Pin> = pins.to_vec();
     let mut substitutions = Vec::new();
-    if let Err(log) = install(&requirements(&usable, base_torch), false) {
+    // First the packages of the date, alone, so that a date with no installable release (torch
+    // of 2021 has no wheel for Python 3.11) costs only that package its date; the pins and
+    // their companions are installed next, as without a date.
+    let mut dated: Vec<String> = Vec::new();
+    if let Some(a) = as_of {
+        let mut reqs = a.packages.clone();
+        reqs.extend(pins.iter().map(Pin::requirement));
+        reqs.extend(exclude_newer(&a.date));
+        if let Err(log) = install(&reqs, false) {
+            progress(&format!(
+                "not every package installs as of {}; finding which",
+                a.date
+            ));
+            for p in &a.packages {
+                let alone = [p.clone()].into_iter().chain(exclude_newer(&a.date));
+                match install(&alone.collect::<Vec<_>>(), false) {
+                    Ok(()) => dated.push(p.clone()),
+                    Err(why) => substitutions.push(Substitution {
+                        requested: a.label(p),
+                        used: None,
+                        why: format!("{} ({})", last_line(&why), last_line(&log)),
+                    }),
+                }
+            }
+        } else {
+            dated = a.packages.clone();
+        }
+    }
+    // Dated packages are installed: the pins' companions must not replace them.
+    let companions_of = |usable: &[Pin]| -> Vec<String> {
+        let mut reqs = requirements(usable, base_torch);
+        reqs.retain(|r| {
+            let name = r.split(['=', '<', '>', '!', '~', ' ']).next().unwrap_or(r);
+            !dated.iter().any(|d| d == name)
+        });
+        reqs
+    };
+    let mut usable: Vec<Pin> = pins.to_vec();
+    if let Err(log) = install(&companions_of(&usable), false) {
         // Find the pins that cannot be installed, each tried alone with the companions.
         progress("some stated versions cannot be installed; finding which");
         for pin in pins {
@@ -333,10 +453,11 @@ fn create(
                 });
             }
         }
-        let mut reqs = requirements(&usable, base_torch);
+        let mut reqs = companions_of(&usable);
         reqs.extend(
             substitutions
                 .iter()
+                .filter(|s| s.requested.contains("=="))
                 .map(|s| s.requested.split("==").next().unwrap_or("").to_string()),
         );
         install(&reqs, false).map_err(|l| {
@@ -346,19 +467,28 @@ fn create(
             )
         })?;
     }
-    let names = names_of(pins);
+    let mut names = names_of(pins);
+    names.extend(as_of.iter().flat_map(|a| a.packages.iter().cloned()));
+    names.sort();
+    names.dedup();
     let installed = installed_versions(&python, &names)?;
     for s in &mut substitutions {
-        let name = s.requested.split("==").next().unwrap_or("");
+        let name = s.requested.split([' ', '=']).next().unwrap_or("");
         s.used = installed.get(name).cloned();
     }
     Ok(Resolution {
-        requested: pins.iter().map(Pin::requirement).collect(),
+        requested: wanted,
         installed,
         substitutions,
         python: base.python_version.clone(),
         managed: false,
+        as_of: as_of.cloned(),
     })
+}
+
+/// uv's arguments that take packages as they were at the end of `date` (UTC).
+fn exclude_newer(date: &str) -> [String; 2] {
+    ["--exclude-newer".into(), format!("{date}T23:59:59Z")]
 }
 
 fn last_line(log: &str) -> String {
@@ -407,12 +537,12 @@ mod tests {
         let keras = [Pin::parse("keras==3.3.3").unwrap()];
         assert_eq!(
             requirements(&keras, Some("2.15.0+cu132")),
-            vec!["keras==3.3.3", "torch==2.15.0", "numpy"]
+            vec!["keras==3.3.3", "torch==2.15.0", "numpy", "packaging"]
         );
         let old = [Pin::parse("torch==1.13.1").unwrap()];
         assert_eq!(
             requirements(&old, Some("2.15.0")),
-            vec!["torch==1.13.1", "numpy<2"]
+            vec!["torch==1.13.1", "numpy<2", "packaging"]
         );
         let new = [
             Pin::parse("torch==2.4.1").unwrap(),
@@ -420,8 +550,47 @@ mod tests {
         ];
         assert_eq!(
             requirements(&new, Some("2.15.0")),
-            vec!["torch==2.4.1", "numpy==1.26.4"]
+            vec!["torch==2.4.1", "numpy==1.26.4", "packaging"]
         );
+    }
+
+    #[test]
+    fn a_date_applies_to_the_unpinned_packages_with_numpy_of_the_same_time() {
+        let as_of = AsOf {
+            date: "2023-04-02".into(),
+            packages: vec!["Torch".into(), "keras".into()],
+            source: "--as-of".into(),
+        };
+        let keras = [Pin::parse("keras==3.0.5").unwrap()];
+        let dated = unpinned(&as_of, &keras).unwrap();
+        assert_eq!(dated.packages, vec!["numpy", "torch"]);
+        assert_eq!(dated.label("torch"), "torch (current on 2023-04-02)");
+        let all = [
+            Pin::parse("keras==3.0.5").unwrap(),
+            Pin::parse("torch==2.1.0").unwrap(),
+        ];
+        assert_eq!(unpinned(&as_of, &all), None, "every package pinned");
+        assert_eq!(
+            exclude_newer("2023-04-02"),
+            ["--exclude-newer", "2023-04-02T23:59:59Z"]
+        );
+    }
+
+    #[test]
+    fn dates_must_be_iso_days() {
+        assert_eq!(AsOf::check_date("2023-04-02").unwrap(), "2023-04-02");
+        for bad in [
+            "2023-4-2",
+            "02/04/2023",
+            "2023-13-01",
+            "2023-04-32",
+            "yesterday",
+        ] {
+            assert!(
+                AsOf::check_date(bad).unwrap_err().contains("YYYY-MM-DD"),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
@@ -436,6 +605,7 @@ mod tests {
             substitutions: vec![],
             python: "3.11.7".into(),
             managed: true,
+            as_of: None,
         };
         assert_eq!(r.requirements(), "keras==3.15.1\ntorch==2.15.0\n");
     }

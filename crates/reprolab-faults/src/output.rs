@@ -29,6 +29,10 @@ pub enum Origin {
     Mutation,
     /// A real fault (e.g. rebuilt from a StackOverflow post).
     Real,
+    /// Written by hand, neither one mutation nor a reported bug: typically several parameters
+    /// changed at once (too few epochs with a wrong output activation), to study faults with
+    /// more than one cause. Reports keep it apart from the other two.
+    Manual,
 }
 
 /// The mutation of an artificial fault, as in `fault.json`.
@@ -53,7 +57,7 @@ pub struct FaultRecord {
     pub origin: Origin,
     /// The ground-truth fault labels (the same as the manifest's `[fix] faults`).
     pub faults: Vec<FaultLabel>,
-    /// The mutation, for `origin = "mutation"`; `null` for real faults.
+    /// The mutation, for `origin = "mutation"`; `null` for real and manual faults.
     #[serde(default)]
     pub mutation: Option<MutationRecord>,
     /// The split the measurements below are on.

@@ -1063,3 +1063,20 @@ faults = ["ACH(1)"]
     assert_eq!(t["space"]["odd key"]["high"].as_integer(), Some(2));
     assert_eq!(t["fix"]["faults"][0].as_str(), Some("ACH(1)"));
 }
+
+#[test]
+fn a_hand_made_fault_of_several_parameters_has_origin_manual() {
+    let rec: FaultRecord = serde_json::from_value(serde_json::json!({
+        "id": "two-causes", "subject": "digits-mlp", "origin": "manual",
+        "faults": ["HNE", "ACH(2)"], "description": "few epochs and a sigmoid output"
+    }))
+    .unwrap();
+    assert_eq!(rec.origin, Origin::Manual);
+    assert_eq!(rec.faults.len(), 2);
+    let bad = serde_json::from_value::<FaultRecord>(serde_json::json!({
+        "id": "x", "subject": "s", "origin": "handmade", "faults": []
+    }))
+    .unwrap_err()
+    .to_string();
+    assert!(bad.contains("mutation") && bad.contains("manual"), "{bad}");
+}

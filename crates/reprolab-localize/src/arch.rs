@@ -145,8 +145,14 @@ impl<'a> Arch<'a> {
         let pick = candidates.iter().find(|c| {
             current.is_none_or(|cur| !same(cur, c)) && param.is_none_or(|p| p.contains(c))
         })?;
-        let from = current.map(show).unwrap_or_else(|| "(unset)".into());
-        Some(format!("{key}: {from} -> {}", show(pick)))
+        Some(match current {
+            Some(cur) => format!("{key}: {} -> {}", show(cur), show(pick)),
+            // The program fixes it itself: the change goes into its code, not config.json.
+            None => format!(
+                "{key} (not in the config; in the program) -> {}",
+                show(pick)
+            ),
+        })
     }
 
     pub fn suggest_str(&self, key: &str, candidates: &[&str]) -> Option<String> {

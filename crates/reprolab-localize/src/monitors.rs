@@ -8,7 +8,7 @@
 //! | `nan-loss` | NaN from the first epoch at a learning rate inside the optimiser's usual range | HLR 0.45, LCH 0.45 |
 //! | `nan-loss` | only a loss ≥ 1e3 that is finite in every epoch and not growing (the loss' scale) | LCH 0.45, HLR 0.3 |
 //! | `exploding-gradient` | ‖g_first‖/‖g_last‖ > 70 or a non-finite gradient | HLR 0.7; ACH(i) 0.5 of exponential layers |
-//! | `vanishing-gradient` | ‖g_first‖/‖g_last‖ < 1e-3 and ‖g_first‖ < 1e-4 | ACH(i) 0.6 of saturating hidden layers; WCI(first) 0.35; HLR 0.25 |
+//! | `vanishing-gradient` | ‖g_first‖/‖g_last‖ < 1e-3 and ‖g_first‖ < 1e-4 | ACH(i) 0.6 of saturating hidden layers; WCI(first) 0.35 (0.15 when a ReLU layer is mostly dead: the dying ReLUs explain it); HLR 0.25 |
 //! | `dying-relu` | a relu layer with dead_frac ≥ 0.7, or grad_zero_frac ≥ 0.7 while gradient reaches it from above | ACH(i) 0.45, HLR 0.5, WCI(i) 0.3; dead already at the first batch (initial weights): WCI(i) 0.55, ACH(i) 0.35 |
 //! | `saturation` | a hidden sigmoid/tanh/softsign/hard_sigmoid layer with saturated_frac > 0.5 in ≥ ⅓ of the epochs | ACH(i) 0.55, WCI(i) 0.35 |
 //! | `zero-weights` | a layer whose weight norm is 0 at the first epoch | WCI(i) 0.6 |
@@ -20,11 +20,15 @@
 //! | `not-converging` | AutoTrainer's slow convergence: max acc and val_acc < 0.6, no epoch gains ≥ 0.01 | HLR 0.45, OCH 0.4, HNE 0.3 |
 //! | `unstable` | AutoTrainer's oscillation: ≥ 0.2·epochs pairs of extrema differing ≥ 0.03 | HLR 0.45, HBS 0.4 |
 //! | `still-improving` | the validation accuracy still gains ≥ 0.02, or the validation loss still drops ≥ 5% (regression: the loss only), over the last quarter of the epochs, and is at its best | HNE 0.45 (0.6 for ≥ 0.05 / ≥ 15%); with it the config's likely cause of the slowness: HLR 0.5 when lr < half the optimiser's usual value, HBS 0.5 when batch_size ≥ 256, OCH 0.35 for sgd/adagrad/adadelta |
-//! | `output-pinned` | softmax output with mean \|out\| = 1 (a single unit) | ACH(last) 0.85 |
+//! | `output-pinned` | softmax output with mean \|out\| = 1 (a single unit), from one epoch on | ACH(last) 0.85 |
 //! | `output-pinned` | non-softmax output whose mean \|out\| never changes | ACH(last) 0.5, LCH 0.45 |
 //! | `output-pinned` | classification sigmoid output with mean \|out\| ≥ 0.99 or ≤ 0.01 in every epoch after the first | LCH 0.5, ACH(last) 0.35 |
 //! | `output-no-gradient` | the output layer's gradient norm is 0 in ≥ half the epochs, output not saturated | LCH 0.6; softmax output: ACH(last) 0.7, LCH 0.3; relu/hard_sigmoid output: ACH(last) 0.5, LCH 0.4 |
 //! | `output-no-gradient` | the same with a saturated output (mean saturated_frac ≥ 0.5) | HLR 0.4, ACH(last) 0.3 |
+//! | `output-no-gradient` | the same after a blow-up (NaN, exploding gradient, oscillation, a diverging loss, a weight norm grown ≥ 10×) | HLR 0.6, ACH(last) 0.2 |
+//! | `steady-descent` | the training loss falls in ≥ 90% of the epochs, never rises > 0.5%, drops 0.5–50% in all, and the last quarter's pace is ≥ half the first quarter's | HNE 0.5 (0.4 when lr < half the usual value, batch_size ≥ 256 or a slow optimiser explains the pace); HLR 0.55 when lr ≤ the optimiser's usual default, else 0.3; OCH 0.3 for sgd/adagrad/adadelta; with `still-improving` a label counts once (max) |
+//! | `train-val-mismatch` | the training loss falls ≥ 90% while the validation loss never drops below its first value (classification: validation accuracy never gains 0.02 and ends < 0.5) | CPP 0.6 |
+//! | `bounded-regression-output` | regression, squashing output saturated in ≥ half the epochs, or mean \|out\| ≥ 0.9 at the end, or a loss that stops falling | ACH(last) 0.7 |
 //! | `large-activations` | a hidden layer with mean \|out\| ≥ 10, grown ≥ 10× from the first batch | HLR 0.55 (0.4 when exponential) |
 //! | `large-activations` | the same, large from the first batch | WCI(i) 0.35, CPP 0.3 |
 //! | `large-activations` | either, on an exponential layer | ACH(i) 0.5 |
@@ -38,12 +42,19 @@
 //! `acc-flat`, `not-converging`) see one symptom through correlated signals: per fault label they
 //! count once, with the largest of their confidences (not the noisy-or of [`crate::merge`]). When
 //! a pinned output or a gradient-less output layer explains the run (the first `output-pinned`
-//! case, the first `output-no-gradient` case), they report at 30% of their confidence.
+//! case, the first `output-no-gradient` case), or the training loss fell to ~0 (the training
+//! targets are fitted), they report at 30% of their confidence — except for a label that a
+//! non-stall monitor supports on its own (≥ 0.45): a second cause is not explained away by the
+//! first (issue 20, item 1).
+//!
+//! Cross-checks before ranking (issue 20, item 5): a silent output after a blow-up is the
+//! learning rate's doing, and a silent output with a fitted training set (loss ≤ 1e-4 × its
+//! first value, accuracy ≥ 0.99) is no fault of the output layer.
 //!
 //! Trace layers are mapped to config layer indices with [`layer_map`].
 
 use reprolab_core::symptoms::{
-    EpochRecord, LayerRecord, SymptomKind, Thresholds, detect, parse_trace,
+    EpochRecord, LayerRecord, SymptomKind, Thresholds, detect, detect_named, parse_trace,
 };
 use reprolab_core::{Config, FaultLabel, FaultType, Subject, Task};
 use serde_json::Value;
@@ -155,11 +166,16 @@ struct Ctx<'a> {
     /// Suspects of the correlated "nothing moves" monitors, combined by maximum (not noisy-or)
     /// at the end: they see one symptom through several signals.
     stall: Vec<Suspect>,
+    /// The confidence of each `stall` suspect before an explanation discounted it.
+    stall_full: Vec<f64>,
     /// A pinned output explains a run where nothing moves.
     explained: bool,
     /// Some hidden layer gets no gradient (dead from the initial weights, all-zero weights, zero
     /// gradient): unchanged weights are explained by it, not by the learning rate.
     frozen: bool,
+    /// The training loss reached ~0 (the training targets are fitted): gradients and weight
+    /// changes vanish because nothing is left to learn, not because a layer is dead.
+    fitted: bool,
 }
 
 impl Ctx<'_> {
@@ -169,23 +185,114 @@ impl Ctx<'_> {
 
     /// Pushes a generic "nothing moves" suspect, at 30% of its confidence when explained.
     fn push_generic(&mut self, mut s: Suspect) {
+        self.stall_full.push(s.confidence);
         if self.explained {
             s.confidence *= 0.3;
             s.evidence
                 .push_str(" (likely explained by the output layer)");
+        } else if self.fitted {
+            s.confidence *= 0.3;
+            s.evidence
+                .push_str(" (the training loss is ~0: nothing is left to learn)");
         }
         self.stall.push(s);
     }
 
+    /// Evidence that the updates blew the weights up (item 5 of issue 20: an exploding or
+    /// oscillating run explains a silent output): a NaN or non-finite weight, AutoTrainer's
+    /// exploding-gradient or oscillation symptom, a loss that diverges (last above 1.5 x first
+    /// and 2 x best, as `loss-diverging`), or a layer whose weight norm grew 10x or more since
+    /// the first epoch (the growth factor of `large-activations`).
+    fn blow_up(&self) -> Option<String> {
+        if self.records.iter().any(|r| r.nan) {
+            return Some("NaN in training".into());
+        }
+        for s in detect(&self.records) {
+            if matches!(
+                s.kind,
+                SymptomKind::ExplodingGradient | SymptomKind::Unstable | SymptomKind::NanLoss
+            ) {
+                return Some(format!("{}: {}", s.name, s.evidence));
+            }
+        }
+        let loss = self.curve(|r| r.loss);
+        if loss.len() >= 3 {
+            let (first, last) = (loss[0], loss[loss.len() - 1]);
+            let best = loss.iter().copied().fold(f64::INFINITY, f64::min);
+            if first > 0.0 && last > 1.5 * first && last > 2.0 * best {
+                return Some(format!(
+                    "the loss diverges ({} -> {})",
+                    fmt_num(first),
+                    fmt_num(last)
+                ));
+            }
+        }
+        for j in 0..self.n_layers() {
+            let w = self.series(j, |l| l.weight_norm);
+            let (Some(&(_, w0)), Some(hi)) = (
+                w.first(),
+                w.iter()
+                    .map(|x| x.1)
+                    .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x)))),
+            ) else {
+                continue;
+            };
+            if w0 > 1e-12 && hi >= 10.0 * w0 {
+                return Some(format!(
+                    "layer {}'s weight norm grew {}x ({} -> {})",
+                    self.idx(j),
+                    fmt_num(hi / w0),
+                    fmt_num(w0),
+                    fmt_num(hi)
+                ));
+            }
+        }
+        None
+    }
+
+    /// Whether the training targets are fitted: the training loss fell to <= 1e-4 x its first
+    /// value, and a classifier's training accuracy ends >= 0.99. (A loss that is ~0 from the
+    /// first epoch on with a poor accuracy is a degenerate loss, not a fit.)
+    fn training_fitted(&self) -> bool {
+        let loss = self.curve(|r| r.loss);
+        let fell = match (loss.first(), loss.last()) {
+            (Some(&first), Some(&last)) if loss.len() >= 2 => {
+                first > 1e-6 && last.abs() <= 1e-4 * first
+            }
+            _ => false,
+        };
+        let acc = self.curve(|r| r.acc);
+        fell && (self.a.subject.task != Task::Classification
+            || acc.last().is_none_or(|&a| a >= 0.99))
+    }
+
     /// The stall suspects, one per label, with the largest confidence of its contributors.
+    ///
+    /// Each cause is scored on its own evidence (issue 20, item 1): an explanation (a pinned or
+    /// silent output, a fitted training set) discounts the stall suspects because it accounts
+    /// for the stall, but a label that another, non-stall monitor supports on its own (at
+    /// confidence ≥ 0.45, e.g. `still-improving` or `steady-descent` for HNE/HLR) is a second
+    /// cause at work, not one explained away: its stall suspects keep their full confidence.
     fn collapse_stall(&mut self) {
         let stall = std::mem::take(&mut self.stall);
+        let full = std::mem::take(&mut self.stall_full);
+        let discounted = self.explained || self.fitted;
         for mut m in crate::merge(std::slice::from_ref(&stall)) {
+            let corroborated = discounted
+                && self
+                    .out
+                    .iter()
+                    .any(|o| o.label == m.label && o.confidence >= 0.45);
             m.confidence = stall
                 .iter()
-                .filter(|s| s.label == m.label)
-                .map(|s| s.confidence)
+                .zip(&full)
+                .filter(|(s, _)| s.label == m.label)
+                .map(|(s, f)| if corroborated { *f } else { s.confidence })
                 .fold(0.0, f64::max);
+            if corroborated {
+                m.evidence
+                    .push_str(" [kept: other monitors support this cause on their own]");
+            }
             self.out.push(m);
         }
     }
@@ -319,9 +426,12 @@ pub fn dynamic_monitors(subject: &Subject, config: &Config, trace: &[Value]) -> 
         map,
         out: Vec::new(),
         stall: Vec::new(),
+        stall_full: Vec::new(),
         explained: false,
         frozen: false,
+        fitted: false,
     };
+    cx.fitted = cx.training_fitted();
     output_pinned(&mut cx);
     output_no_gradient(&mut cx);
     autotrainer(&mut cx);
@@ -332,6 +442,9 @@ pub fn dynamic_monitors(subject: &Subject, config: &Config, trace: &[Value]) -> 
     loss_curve(&mut cx);
     acc_flat(&mut cx);
     still_improving(&mut cx);
+    steady_descent(&mut cx);
+    train_val_mismatch(&mut cx);
+    bounded_regression_output(&mut cx);
     large_activations(&mut cx);
     cx.collapse_stall();
     crate::merge(&[cx.out])
@@ -358,7 +471,8 @@ fn layer_label(t: FaultType, i: u32) -> FaultLabel {
 
 fn autotrainer(cx: &mut Ctx) {
     let th = Thresholds::default();
-    let symptoms = detect(&cx.records);
+    // Layers by the config's numbering (act1's layer is layer 1), as every other monitor says.
+    let symptoms = detect_named(&cx.records, &th, &|j, _| cx.idx(j).to_string());
     for s in symptoms {
         let ev = format!("{}: {}", s.name, s.evidence);
         match s.kind {
@@ -467,15 +581,30 @@ fn autotrainer(cx: &mut Ctx) {
                         .suggest(sugg),
                     );
                 }
+                // Cross-check (issue 20, item 5): gradients that vanish through ReLU layers that
+                // are mostly dead (dead_frac >= 0.7, AutoTrainer's dying threshold) are the dying
+                // ReLUs' doing, which `dying-relu` localises; the initialiser is then a weak
+                // suspect.
+                let dead_relu = (0..cx.n_layers()).any(|j| {
+                    cx.act_of(j).as_deref() == Some("relu")
+                        && cx
+                            .series(j, |l| l.dead_frac)
+                            .iter()
+                            .any(|(_, d)| *d >= th.dying_frac)
+                });
                 let first = cx.idx(0);
                 let sugg =
                     cx.a.suggest_str(&format!("ki{first}"), &["he_uniform", "glorot_uniform"]);
                 cx.push(
                     Suspect::new(
                         layer_label(FaultType::WCI, first),
-                        0.35,
+                        if dead_relu { 0.15 } else { 0.35 },
                         "vanishing-gradient",
-                        ev.clone(),
+                        if dead_relu {
+                            format!("{ev} (through dead ReLU layers)")
+                        } else {
+                            ev.clone()
+                        },
                     )
                     .suggest(sugg),
                 );
@@ -497,6 +626,9 @@ fn autotrainer(cx: &mut Ctx) {
                         .and_then(|v| cx.a.suggest("batch_size", &[v]));
                 cx.push(Suspect::new(label(FaultType::HBS), 0.4, "unstable", ev).suggest(sugg));
             }
+            // Localisation reads these signals with monitors of its own (output-no-gradient,
+            // the pace of the loss), which say more than the repair engine's trigger does.
+            SymptomKind::NoGradient | SymptomKind::StillImproving => {}
             SymptomKind::NotConverging => {
                 let sugg = cx.lr_up();
                 cx.push_generic(
@@ -649,6 +781,11 @@ fn output_no_gradient(cx: &mut Ctx) {
     if g.len() < 2 || (zero as f64) < g.len() as f64 / 2.0 {
         return;
     }
+    // Cross-checks before blaming the output (issue 20, item 5). A training loss at ~0 means the
+    // training targets are fitted: no gradient is left, nothing is dead.
+    if cx.fitted {
+        return;
+    }
     let i = cx.idx(j);
     let act = cx.act_of(j).unwrap_or_default();
     let sat = cx.series(j, |l| l.saturated_frac);
@@ -658,6 +795,23 @@ fn output_no_gradient(cx: &mut Ctx) {
         "output layer {i} ({act}) receives no gradient (norm 0) in {zero} of {} epochs",
         g.len()
     );
+    // Weights that blew up (exploding or oscillating loss, NaN, a weight norm grown 10x) explain
+    // a silent output: the learning rate, not the output layer or the loss.
+    if let Some(why) = cx.blow_up() {
+        let ev = format!("{ev}, after the updates blew up ({why})");
+        let sugg = cx.lr_down();
+        cx.push(
+            Suspect::new(label(FaultType::HLR), 0.6, "output-no-gradient", ev.clone())
+                .suggest(sugg),
+        );
+        cx.push(Suspect::new(
+            layer_label(FaultType::ACH, i),
+            0.2,
+            "output-no-gradient",
+            ev,
+        ));
+        return;
+    }
     if saturated {
         let ev = format!("{ev}: the output saturates");
         let sugg = cx.lr_down();
@@ -715,7 +869,10 @@ fn output_pinned(cx: &mut Ctx) {
     let i = cx.idx(j);
     let act = cx.act_of(j).unwrap_or_default();
     let outs = cx.series(j, |l| l.mean_abs_out);
-    if outs.len() < 2 {
+    // A softmax output's mean |out| is 1/C by construction, so one record decides whether it
+    // normalises over a single unit (a one-epoch run, as real-D1); the other checks need two.
+    let min_records = if act == "softmax" { 1 } else { 2 };
+    if outs.len() < min_records {
         return;
     }
     let key = format!("act{i}");
@@ -1275,4 +1432,260 @@ fn large_activations(cx: &mut Ctx) {
         }
         break;
     }
+}
+
+/// The training loss falls at a steady rate to the end of a run that is far from converged:
+/// over `n ≥ 4` finite epochs without NaN, the loss falls from one epoch to the next in at least
+/// 90% of the steps and never rises by more than 0.5% of its first value, it dropped by 0.5–50%
+/// of its first value in all, and its
+/// per-epoch drop over the last quarter (q = max(1, n/4) epochs) is at least half that over the
+/// first quarter (no deceleration). A converging run decelerates; one that keeps its pace is held
+/// back by its step size or stopped early. Adaptive optimisers move each weight by about `lr`
+/// per step (Adam's effective step is bounded by about its learning rate: Kingma & Ba 2015,
+/// §2.1), so a constant pace at the optimiser's usual or a smaller lr says the lr is too small
+/// for the distance to cover; and the curve says more epochs would still pay (AutoTrainer's
+/// slow-convergence repairs raise the lr ×10 and change the optimiser, reference §8).
+///
+/// Suspects: HNE 0.5, 0.4 when the config names a cause of the slow pace (lr below half the
+/// optimiser's usual value, batch_size ≥ 256, sgd/adagrad/adadelta: `still-improving`'s list);
+/// HLR 0.55 when lr ≤ the optimiser's usual default (`rules::lr_range`), else 0.3; OCH 0.3 for
+/// sgd/adagrad/adadelta. With `still-improving` (the same symptom) a label counts once, at the
+/// larger confidence. A noisy flat run does not fall in 90% of its
+/// steps (`loss-flat` takes runs within 0.1%); the thresholds are ours (a healthy run's loss halves early and
+/// then flattens: the crafted healthy traces and the bundled real ones of the correct subjects
+/// stay quiet).
+fn steady_descent(cx: &mut Ctx) {
+    if cx.records.iter().any(|r| r.nan) {
+        return;
+    }
+    let loss: Vec<f64> = cx.records.iter().filter_map(|r| r.loss).collect();
+    let n = loss.len();
+    if n < 4 || n != cx.records.len() || loss.iter().any(|x| !x.is_finite()) {
+        return;
+    }
+    let (first, last) = (loss[0], loss[n - 1]);
+    // A loss >= 1e3 is AutoTrainer's NaN-loss symptom (the loss' scale or a divergence), left
+    // to `nan-loss`.
+    if first <= 0.0 || loss.iter().any(|&x| x >= Thresholds::default().big_loss) {
+        return;
+    }
+    let never_up = loss.windows(2).all(|w| w[1] <= w[0] + 0.005 * first);
+    let falls = loss.windows(2).filter(|w| w[1] < w[0]).count();
+    let steady = falls as f64 >= 0.9 * (n - 1) as f64;
+    let total = (first - last) / first;
+    let q = (n / 4).max(1);
+    let early = (loss[0] - loss[q]) / q as f64;
+    let late = (loss[n - 1 - q] - loss[n - 1]) / q as f64;
+    if !never_up || !steady || !(0.005..0.5).contains(&total) || late <= 0.0 || late < 0.5 * early {
+        return;
+    }
+    let ev = format!(
+        "the training loss falls at a steady pace to the end: {} -> {} ({}% in {n} epochs), \
+         {} per epoch over the last {q} vs {} over the first {q}",
+        fmt_num(first),
+        fmt_num(last),
+        fmt_num(100.0 * total),
+        fmt_num(late),
+        fmt_num(early)
+    );
+    // The config's own cause of a slow pace (still-improving's list: lr below half the
+    // optimiser's usual value, batch_size >= 256, a slow optimiser) takes the blame first; the
+    // epochs are then the costlier cure.
+    let opt = cx.a.optimizer().unwrap_or_default();
+    let lr = cx.a.num("lr");
+    let default = crate::rules::lr_range(&opt).map(|r| r.2);
+    let slow_config = lr.zip(default).is_some_and(|(lr, d)| lr < 0.5 * d)
+        || cx.a.num("batch_size").is_some_and(|b| b >= 256.0)
+        || matches!(opt.as_str(), "sgd" | "adagrad" | "adadelta");
+    let sugg = cx.more_epochs();
+    push_max(
+        cx,
+        Suspect::new(
+            label(FaultType::HNE),
+            if slow_config { 0.4 } else { 0.5 },
+            "steady-descent",
+            format!("{ev}: more epochs would still pay"),
+        )
+        .suggest(sugg),
+    );
+    if let Some(lr) = lr {
+        let small = default.is_some_and(|d| lr <= d * (1.0 + 1e-9));
+        let sugg = cx.lr_up();
+        push_max(
+            cx,
+            Suspect::new(
+                label(FaultType::HLR),
+                if small { 0.55 } else { 0.3 },
+                "steady-descent",
+                format!(
+                    "{ev}: at lr = {}{} the step size, not the distance to a minimum, sets the pace",
+                    fmt_num(lr),
+                    match default {
+                        Some(d) if small => format!(" (<= {opt}'s usual {})", fmt_num(d)),
+                        _ => String::new(),
+                    }
+                ),
+            )
+            .suggest(sugg),
+        );
+    }
+    if matches!(opt.as_str(), "sgd" | "adagrad" | "adadelta") {
+        let sugg = cx.a.suggest_str("optimizer", &["adam", "rmsprop"]);
+        push_max(
+            cx,
+            Suspect::new(
+                label(FaultType::OCH),
+                0.3,
+                "steady-descent",
+                format!("{ev}; {opt} is a slow optimiser"),
+            )
+            .suggest(sugg),
+        );
+    }
+}
+
+/// `steady-descent` and `still-improving` read one symptom (the curve still falls at the end):
+/// for a label both support, the larger confidence counts (not the noisy-or), with both
+/// evidences and sources.
+fn push_max(cx: &mut Ctx, s: Suspect) {
+    if let Some(o) = cx
+        .out
+        .iter_mut()
+        .find(|o| o.label == s.label && o.source == "still-improving")
+    {
+        if s.confidence > o.confidence {
+            o.confidence = s.confidence;
+            if s.suggestion.is_some() {
+                o.suggestion = s.suggestion.clone();
+            }
+        }
+        o.evidence = format!("{}; {}", o.evidence, s.evidence);
+        o.source = format!("{}+{}", o.source, s.source);
+        return;
+    }
+    cx.push(s);
+}
+
+/// The training data and the validation data disagree: the training loss falls by at least 90%
+/// of its first value while the validation loss never gets below its first epoch's, and (for a
+/// classifier) the validation accuracy never gains 0.02 over its first value and ends below 0.5.
+/// (The training accuracy is no guide: Keras scores it against the transformed labels.)
+/// Overfitting improves the validation curves first and then turns; a model that fits its
+/// training targets and learns nothing about the validation ones was given training labels or
+/// inputs preprocessed differently (a label transform, a scaling applied to one split only). The check is in the spirit of UMLAUT's train/validation consistency checks
+/// and DeepDiagnosis' "output out of range of the labels" (reference §8); the thresholds are
+/// ours. Suspect: CPP 0.6 (data preparation).
+fn train_val_mismatch(cx: &mut Ctx) {
+    let loss = cx.curve(|r| r.loss);
+    let val = cx.curve(|r| r.val_loss);
+    if loss.len() < 3 || val.len() < 3 {
+        return;
+    }
+    let (first, last) = (loss[0], loss[loss.len() - 1]);
+    if first <= 0.0 || (first - last) / first < 0.9 {
+        return;
+    }
+    let v0 = val[0];
+    let vbest = val.iter().copied().fold(f64::INFINITY, f64::min);
+    if vbest < v0 - 0.01 * v0.abs() {
+        return;
+    }
+    let mut ev = format!(
+        "the training loss falls {} -> {} while the validation loss never drops below its first \
+         {} (best {})",
+        fmt_num(first),
+        fmt_num(last),
+        fmt_num(v0),
+        fmt_num(vbest)
+    );
+    if cx.a.subject.task == Task::Classification {
+        let acc = cx.curve(|r| r.acc);
+        let vacc = cx.curve(|r| r.val_acc);
+        if let Some(&va0) = vacc.first() {
+            let vbest = vacc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let vlast = vacc[vacc.len() - 1];
+            if vbest - va0 >= 0.02 || vlast >= 0.5 {
+                return;
+            }
+            ev.push_str(&format!(
+                "; validation accuracy {} (training {})",
+                fmt_num(vlast),
+                acc.last().map_or("-".into(), |a| fmt_num(*a))
+            ));
+        }
+    }
+    cx.push(Suspect::new(
+        label(FaultType::CPP),
+        0.6,
+        "train-val-mismatch",
+        format!(
+            "{ev}: the model fits its training targets and learns nothing about the validation \
+             ones; training labels or inputs are likely prepared differently"
+        ),
+    ));
+}
+
+/// A squashing output activation on a regression target, seen in the trace: the output layer
+/// (sigmoid, tanh, softsign, hard_sigmoid or softmax) is saturated (saturated_frac ≥ 0.5, the
+/// saturation monitor's threshold) in at least half the epochs, or its mean |out| ends within
+/// 10% of the activation's bound (1), or the loss stops falling while it is bounded (the best
+/// loss of the second half is within 1% of the first half's). Bounded predictions cannot follow
+/// targets outside their range (DeepDiagnosis' "output out of range of the labels", reference
+/// §8). Suspect: ACH(last) 0.7.
+fn bounded_regression_output(cx: &mut Ctx) {
+    if cx.a.subject.task != Task::Regression {
+        return;
+    }
+    let n = cx.n_layers();
+    if n == 0 {
+        return;
+    }
+    let j = n - 1;
+    let act = cx.act_of(j).unwrap_or_default();
+    if !crate::arch::SQUASHING.contains(&act.as_str()) {
+        return;
+    }
+    let i = cx.idx(j);
+    let sat = cx.series(j, |l| l.saturated_frac);
+    let hot = sat.iter().filter(|(_, v)| *v >= 0.5).count();
+    let outs = cx.series(j, |l| l.mean_abs_out);
+    let loss = cx.curve(|r| r.loss);
+    let why = if sat.len() >= 2 && hot * 2 >= sat.len() {
+        format!("saturated in {hot} of {} epochs", sat.len())
+    } else if let Some(&(_, o)) = outs.last()
+        && o >= 0.9
+    {
+        format!(
+            "mean |out| = {} at the last epoch, at its bound 1",
+            fmt_num(o)
+        )
+    } else if loss.len() >= 4 {
+        let h = loss.len() / 2;
+        let b1 = loss[..h].iter().copied().fold(f64::INFINITY, f64::min);
+        let b2 = loss[h..].iter().copied().fold(f64::INFINITY, f64::min);
+        if b1 > 0.0 && b2 >= 0.99 * b1 {
+            format!(
+                "the loss stops falling at {} (best of the first half {})",
+                fmt_num(b2),
+                fmt_num(b1)
+            )
+        } else {
+            return;
+        }
+    } else {
+        return;
+    };
+    let sugg = cx.a.suggest_str(&format!("act{i}"), &["linear"]);
+    cx.push(
+        Suspect::new(
+            layer_label(FaultType::ACH, i),
+            0.7,
+            "bounded-regression-output",
+            format!(
+                "regression output layer {i} ({act}) is bounded: {why}; predictions cannot follow \
+                 targets outside its range"
+            ),
+        )
+        .suggest(sugg),
+    );
 }

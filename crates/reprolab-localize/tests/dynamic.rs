@@ -109,7 +109,9 @@ fn exploding_gradient() {
     });
     set_layer(&mut t, 2, "grad_norm", |_| json!(0.5));
     let found = dynamic_monitors(&s, &s.config, &t);
-    expect(&found, "HLR", "exploding-gradient", 0.7);
+    let h = expect(&found, "HLR", "exploding-gradient", 0.7);
+    // The config's layer numbers (act0 … act2), not the model's module indices (0, 2, 4).
+    assert!(h.evidence.contains("(layers 0 and 2)"), "{}", h.evidence);
     assert!(rank_to_types(&found, 3).contains(&label("HLR")));
 }
 
@@ -124,6 +126,22 @@ fn vanishing_gradient() {
     assert_eq!(a.suggestion.as_deref(), Some("act0: sigmoid -> relu"));
     expect(&found, "ACH(1)", "vanishing-gradient", 0.6);
     expect(&found, "WCI(0)", "vanishing-gradient", 0.35);
+    // Through ReLU layers that die later in training (a large learning rate): the dying ReLUs
+    // explain the vanishing gradient; the initialiser stays below the threshold.
+    let mut t = healthy(10, &MLP, false, 10);
+    set_layer(&mut t, 0, "grad_norm", |e| {
+        json!(if e < 3 { 0.5 } else { 1e-6 })
+    });
+    for j in 0..2 {
+        set_layer(&mut t, j, "dead_frac", |e| {
+            json!(if e < 3 { 0.1 } else { 0.95 })
+        });
+    }
+    let found = dynamic_monitors(&s, &s.config, &t);
+    let w = expect(&found, "WCI(0)", "vanishing-gradient", 0.15);
+    assert!(w.confidence < 0.5, "{}", show(&found));
+    assert!(w.evidence.contains("dead ReLU"), "{}", w.evidence);
+    expect(&found, "HLR", "dying-relu", 0.5);
 }
 
 #[test]
@@ -430,6 +448,13 @@ fn pinned_softmax_output() {
         "{}",
         show(&found)
     );
+    // One epoch is enough: a softmax over one unit is 1 by construction.
+    let found = dynamic_monitors(&s, &c, &t[..1]);
+    expect(&found, "ACH(2)", "output-pinned", 0.85);
+    // Near miss: one epoch of a softmax over ten units (mean |out| 0.1).
+    let s = subject("digits-mlp");
+    let t = healthy(1, &MLP, false, 10);
+    assert!(dynamic_monitors(&s, &s.config, &t).is_empty());
 }
 
 #[test]
@@ -517,4 +542,225 @@ fn layer_map_follows_the_config_structure() {
     });
     let found = dynamic_monitors(&s, &c, &t);
     expect(&found, "ACH(1)", "dying-relu", 0.45);
+}
+
+#[test]
+fn steady_descent_points_at_the_step_size_and_the_epochs() {
+    // A regression whose loss falls at a constant pace to the end, covering a quarter of its
+    // first value: the step size (adam at its usual lr) and the epochs.
+    let s = subject("diabetes-regression");
+    let mut t = healthy(40, &REG, true, 1);
+    set(&mut t, "loss", |e| json!(100.0 - 0.7 * e as f64));
+    set(&mut t, "val_loss", |e| json!(104.0 - 0.7 * e as f64));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    let h = expect(&found, "HLR", "steady-descent", 0.55);
+    assert_eq!(h.suggestion.as_deref(), Some("lr: 0.001 -> 0.01"));
+    expect(&found, "HNE", "steady-descent", 0.5);
+    assert!(find(&found, "OCH").is_none(), "{}", show(&found));
+    let mut types = rank_to_types(&found, 5);
+    types.sort_by_key(|l| l.to_string());
+    assert_eq!(types, vec![label("HLR"), label("HNE")], "{}", show(&found));
+    // With sgd (a slow optimiser) the optimiser is a suspect too, below the threshold, and it
+    // takes the blame before the epochs.
+    let c = config(&s, json!({"optimizer": "sgd", "lr": 0.01}));
+    let found = dynamic_monitors(&s, &c, &t);
+    expect(&found, "OCH", "steady-descent", 0.3);
+    assert!(
+        find(&found, "HNE").unwrap().confidence < 0.5,
+        "{}",
+        show(&found)
+    );
+    // An lr far below the usual one explains the pace: HLR, and HNE below the threshold.
+    let c = config(&s, json!({"lr": 3.16e-5}));
+    let found = dynamic_monitors(&s, &c, &t);
+    expect(&found, "HLR", "steady-descent", 0.55);
+    assert!(
+        find(&found, "HNE").unwrap().confidence < 0.5,
+        "{}",
+        show(&found)
+    );
+    // With still-improving (the same symptom, the validation loss still falls) a label counts
+    // once, at the larger confidence.
+    // (t's validation loss falls 8% over the last quarter: still-improving's HNE 0.45.)
+    let found = dynamic_monitors(&s, &c, &t);
+    let h = expect(&found, "HNE", "still-improving", 0.45);
+    assert!(h.source.contains("steady-descent"), "{}", show(&found));
+    assert!(h.confidence < 0.5, "{}", show(&found));
+    // Above the optimiser's usual lr, the step size is a weak suspect only.
+    let c = config(&s, json!({"lr": 0.01}));
+    let found = dynamic_monitors(&s, &c, &t);
+    assert!(find(&found, "HLR").unwrap().confidence < 0.5);
+    // Near misses: a loss that decelerates (late pace < half the early one), one that has
+    // already more than halved, a flat one (< 0.5% in all), and an oscillating one.
+    for loss in [
+        (0..40)
+            .map(|e| 60.0 + 40.0 * (-(e as f64) / 10.0).exp())
+            .collect::<Vec<_>>(),
+        (0..40).map(|e| 100.0 - 1.5 * e as f64).collect(),
+        (0..40).map(|e| 100.0 - 0.01 * e as f64).collect(),
+        (0..40)
+            .map(|e| 100.0 - 0.7 * e as f64 + if e % 2 == 0 { 2.0 } else { 0.0 })
+            .collect(),
+    ] {
+        let mut t = healthy(40, &REG, true, 1);
+        set(&mut t, "loss", |e| json!(loss[e]));
+        set(&mut t, "val_loss", |e| json!(loss[e] + 4.0));
+        let found = dynamic_monitors(&s, &s.config, &t);
+        assert!(
+            !sources(&found).contains(&"steady-descent".to_string()),
+            "{loss:?}: {}",
+            show(&found)
+        );
+    }
+}
+
+#[test]
+fn training_and_validation_disagree() {
+    // Training labels prepared differently: the training loss goes to 0 and the accuracy to 1,
+    // the validation curves never move from chance.
+    let s = subject("digits-mlp");
+    let mut t = healthy(20, &MLP, false, 10);
+    set(&mut t, "loss", |e| json!(if e == 0 { 0.3 } else { 0.0 }));
+    set(&mut t, "acc", |e| json!(if e == 0 { 0.98 } else { 1.0 }));
+    set(&mut t, "val_loss", |e| json!(14.5 + 0.001 * e as f64));
+    set(&mut t, "val_acc", |_| json!(0.0995));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    expect(&found, "CPP", "train-val-mismatch", 0.6);
+    assert_eq!(
+        rank_to_types(&found, 5),
+        vec![label("CPP")],
+        "{}",
+        show(&found)
+    );
+    // Keras scores the training accuracy against the transformed labels: it stays low too.
+    set(&mut t, "acc", |_| json!(0.0986));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    expect(&found, "CPP", "train-val-mismatch", 0.6);
+    // Near misses: a validation accuracy that is good from the first epoch on (a quick fit, then
+    // overfitting), and overfitting (the validation loss falls first, then rises).
+    set(&mut t, "val_acc", |_| json!(0.93));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    assert!(find(&found, "CPP").is_none(), "{}", show(&found));
+    let mut t = healthy(20, &MLP, false, 10);
+    set(&mut t, "loss", |e| json!(2.0 * 0.6f64.powi(e as i32)));
+    set(&mut t, "val_loss", |e| {
+        json!(2.0 - 0.2 * (e.min(5) as f64) + 0.1 * (e.saturating_sub(5) as f64))
+    });
+    let found = dynamic_monitors(&s, &s.config, &t);
+    assert!(find(&found, "CPP").is_none(), "{}", show(&found));
+}
+
+#[test]
+fn silent_output_cross_checked_against_a_blow_up_and_a_fit() {
+    // The output gets no gradient after the weights blew up (norm x50): the learning rate, not
+    // a dead output layer or the loss.
+    let s = subject("digits-mlp");
+    let mut t = healthy(10, &MLP, false, 10);
+    set_layer(&mut t, 2, "grad_norm", |e| {
+        json!(if e < 2 { 0.5 } else { 0.0 })
+    });
+    set_layer(&mut t, 1, "weight_norm", |e| {
+        json!(if e < 2 { 5.0 } else { 250.0 })
+    });
+    let found = dynamic_monitors(&s, &s.config, &t);
+    let h = expect(&found, "HLR", "output-no-gradient", 0.6);
+    assert!(h.evidence.contains("blew up"), "{}", h.evidence);
+    assert!(
+        find(&found, "LCH").is_none_or(|l| l.confidence < 0.5),
+        "{}",
+        show(&found)
+    );
+    assert!(
+        find(&found, "ACH(2)").is_none_or(|a| a.confidence < 0.5),
+        "{}",
+        show(&found)
+    );
+    // Near miss: the same silent output without a blow-up still blames the output layer.
+    let mut t = healthy(10, &MLP, false, 10);
+    set_layer(&mut t, 2, "grad_norm", |e| {
+        json!(if e < 2 { 0.5 } else { 0.0 })
+    });
+    let found = dynamic_monitors(&s, &s.config, &t);
+    expect(&found, "ACH(2)", "output-no-gradient", 0.7);
+    assert!(
+        find(&found, "HLR").is_none_or(|h| h.confidence < 0.5),
+        "{}",
+        show(&found)
+    );
+    // A training loss fitted to ~0 (accuracy 1): no gradient is left, nothing is dead.
+    let mut t = healthy(10, &MLP, false, 10);
+    set_layer(&mut t, 2, "grad_norm", |e| {
+        json!(if e < 2 { 0.5 } else { 0.0 })
+    });
+    set(&mut t, "loss", |e| json!(if e == 0 { 0.3 } else { 0.0 }));
+    set(&mut t, "acc", |_| json!(1.0));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    assert!(
+        !sources(&found).contains(&"output-no-gradient".to_string()),
+        "{}",
+        show(&found)
+    );
+}
+
+#[test]
+fn bounded_output_on_a_regression_target() {
+    let s = subject("diabetes-regression");
+    let c = config(&s, json!({"act2": "sigmoid"}));
+    // The sigmoid output sits at its bound while the loss stays high.
+    let mut t = healthy(20, &["relu", "relu", "sigmoid"], true, 1);
+    set_layer(&mut t, 2, "mean_abs_out", |_| json!(0.97));
+    set(&mut t, "loss", |e| {
+        json!(25000.0 - if e < 3 { 100.0 * e as f64 } else { 300.0 })
+    });
+    let found = dynamic_monitors(&s, &c, &t);
+    let a = expect(&found, "ACH(2)", "bounded-regression-output", 0.7);
+    assert_eq!(a.suggestion.as_deref(), Some("act2: sigmoid -> linear"));
+    // Saturated in most epochs.
+    let mut t = healthy(20, &["relu", "relu", "tanh"], true, 1);
+    set_layer(&mut t, 2, "saturated_frac", |_| json!(0.8));
+    let c = config(&s, json!({"act2": "tanh"}));
+    let found = dynamic_monitors(&s, &c, &t);
+    expect(&found, "ACH(2)", "bounded-regression-output", 0.7);
+    // Near miss: a squashing output that learns (unsaturated, inside its bound, loss falling
+    // through the second half), and a linear output at the same numbers.
+    let mut t = healthy(20, &["relu", "relu", "tanh"], true, 1);
+    set(&mut t, "loss", |e| json!(2.0 - 0.09 * e as f64));
+    let found = dynamic_monitors(&s, &c, &t);
+    assert!(find(&found, "ACH(2)").is_none(), "{}", show(&found));
+    let mut t = healthy(20, &REG, true, 1);
+    set_layer(&mut t, 2, "mean_abs_out", |e| json!(0.97 + 0.01 * e as f64));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    assert!(find(&found, "ACH(2)").is_none(), "{}", show(&found));
+}
+
+#[test]
+fn a_second_cause_is_not_explained_away() {
+    // A softmax output without gradient explains the stall (not-converging's HNE at 30%), but
+    // the validation loss still falls at the end: the epochs are a second cause, scored on
+    // their own evidence.
+    let s = subject("digits-mlp");
+    let mut t = healthy(20, &MLP, false, 10);
+    set_layer(&mut t, 2, "grad_norm", |e| {
+        json!(if e < 2 { 0.5 } else { 0.0 })
+    });
+    set(&mut t, "acc", |e| json!(0.3 + 0.001 * e as f64));
+    set(&mut t, "val_acc", |e| json!(0.29 + 0.001 * e as f64));
+    let mut stalled = t.clone();
+    set(&mut t, "val_loss", |e| json!(1.0 - 0.03 * e as f64));
+    let found = dynamic_monitors(&s, &s.config, &t);
+    expect(&found, "ACH(2)", "output-no-gradient", 0.7);
+    let h = expect(&found, "HNE", "still-improving", 0.5);
+    assert!(h.source.contains("not-converging"), "{}", show(&found));
+    assert!(h.evidence.contains("kept"), "{}", h.evidence);
+    let types = rank_to_types(&found, 5);
+    assert!(types.contains(&label("HNE")), "{}", show(&found));
+    // Near miss: without the independent evidence the stall stays explained by the output.
+    set(&mut stalled, "val_loss", |_| json!(1.0));
+    let found = dynamic_monitors(&s, &s.config, &stalled);
+    expect(&found, "ACH(2)", "output-no-gradient", 0.7);
+    assert!(
+        find(&found, "HNE").is_none_or(|h| h.confidence < 0.5),
+        "{}",
+        show(&found)
+    );
 }

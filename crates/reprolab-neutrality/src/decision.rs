@@ -100,7 +100,7 @@ impl Comparison {
         } else if glm(true) && rank(true) {
             Verdict::Better
         } else {
-            Verdict::Equivalent
+            Verdict::NotSignificant
         };
         Comparison {
             p,
@@ -216,7 +216,7 @@ mod tests {
         let same = vals(&[0.95, 0.96, 0.94, 0.95, 0.96, 0.93, 0.95, 0.95, 0.94, 0.96]);
         let d = judge(&p, &p, &same, Goal::Max, false);
         assert!(d.neutral && d.alternative && !d.better_than_gt, "{d:?}");
-        assert_eq!(d.vs_parent.verdict, Verdict::Equivalent);
+        assert_eq!(d.vs_parent.verdict, Verdict::NotSignificant);
         // Clearly better: neutral, an alternative, and significantly better than the GT.
         let better = vals(&[0.98, 0.97, 0.99, 0.98, 0.97, 0.98, 0.99, 0.97, 0.98, 0.98]);
         let d = judge(&p, &p, &better, Goal::Max, false);
@@ -289,7 +289,7 @@ mod tests {
         // One much higher run lifts the mean (GLM and d say better) but ranks do not.
         let one_high = vals(&[0.95, 0.94, 0.96, 0.95, 0.93, 0.96, 0.95, 0.94, 0.95, 9.0]);
         let c = Comparison::of(&p, &one_high, Goal::Max);
-        assert_eq!(c.verdict, Verdict::Equivalent, "{c:?}");
+        assert_eq!(c.verdict, Verdict::NotSignificant, "{c:?}");
     }
 
     #[test]

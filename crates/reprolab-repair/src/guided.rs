@@ -1,8 +1,10 @@
 //! FL-guided repair: localise the fault (the subject's config and one traced training of it),
 //! try the changes localisation suggests, then spend the rest of half the budget with TPE on the
-//! suspected parameters only. The second half goes on searching them when that found an
-//! improvement, and is widened to the whole space only when it did not. When nothing was
-//! suspected the whole budget goes to a TPE search of the whole space. A time budget's second
+//! suspected parameters only. When that found an improvement, the second half searches them
+//! together with the next suspects (confidence at or above [`NEXT_THRESHOLD`]): a fault with two
+//! causes (too few epochs beside a wrong output) is repaired only when both are; when it found
+//! none, the second half searches the whole space. When nothing was suspected the whole budget
+//! goes to a TPE search of the whole space. A time budget's second
 //! half is what the first half left, so that together they pass it by less than one trial.
 //!
 //! Localisation is passed in ([`guided`]'s `localize`; the binary wires
@@ -20,12 +22,21 @@ use serde_json::Value;
 
 use crate::RepairError;
 
+/// Confidence of the suspects the second half adds when the first found an improvement: the
+/// ones localisation names below its answer's threshold (a second cause it ranks lower).
+pub const NEXT_THRESHOLD: f64 = 0.25;
+
 /// The space restricted to the parameters whose fault type (and layer, when the suspect names
 /// layers) localisation suspects with confidence at or above [`THRESHOLD`].
 pub fn suspected_space(subject: &Subject, suspects: &[Suspect]) -> SearchSpace {
+    suspected_space_at(subject, suspects, THRESHOLD)
+}
+
+/// [`suspected_space`] for suspects with confidence at or above `threshold`.
+pub fn suspected_space_at(subject: &Subject, suspects: &[Suspect], threshold: f64) -> SearchSpace {
     let wanted: Vec<&Suspect> = suspects
         .iter()
-        .filter(|s| s.confidence >= THRESHOLD)
+        .filter(|s| s.confidence >= threshold)
         .collect();
     let params = subject
         .space
@@ -148,8 +159,17 @@ pub async fn guided<O: Objective>(
         };
         Some(search(obj, &narrowed, &mut sampler, &phase).await?)
     };
+    let widened = {
+        let mut w = narrowed.clone();
+        for p in suspected_space_at(subject, &suspects, NEXT_THRESHOLD).params {
+            if w.space.get(&p.name).is_none() {
+                w.space.params.push(p);
+            }
+        }
+        w
+    };
     let second_subject = if first.as_ref().is_some_and(|r| r.patch().is_some()) {
-        &narrowed
+        &widened
     } else {
         subject
     };

@@ -150,14 +150,29 @@ enum Step {
         other: f64,
     },
     BatchSize(i64),
+    /// Multiply the number of epochs (rounded, at most the space's largest).
+    EpochsTimes(f64),
+    /// The output layer's activation that the loss expects (softmax for a categorical
+    /// cross-entropy, sigmoid for a binary one, linear for a regression loss).
+    OutputForLoss,
     /// A fix AutoTrainer applies that is no hyperparameter of a config.
     Unavailable(&'static str),
 }
 
-/// AutoTrainer's repair order per symptom (reference §8).
+/// AutoTrainer's repair order per symptom (reference §8), and the study's fault types for the
+/// symptoms AutoTrainer does not treat (an output without gradient, a loss still falling).
 fn steps(kind: SymptomKind) -> Vec<Step> {
     use Step::*;
     match kind {
+        // A constant output passes no gradient: its activation does not fit the loss.
+        SymptomKind::NoGradient => vec![OutputForLoss, LrTimes(10.0)],
+        // Training stopped too early for its pace: more epochs, a faster pace, more updates.
+        SymptomKind::StillImproving => vec![
+            EpochsTimes(2.0),
+            EpochsTimes(4.0),
+            LrTimes(10.0),
+            BatchSize(32),
+        ],
         SymptomKind::VanishingGradient => vec![
             HiddenAct("selu"),
             HiddenAct("relu"),
@@ -196,6 +211,7 @@ fn steps(kind: SymptomKind) -> Vec<Step> {
             Init("glorot_uniform"),
         ],
         SymptomKind::NotConverging => vec![
+            OutputForLoss,
             Optimizer("adam"),
             Optimizer("rmsprop"),
             Optimizer("sgd"),
@@ -280,6 +296,12 @@ pub enum Skip {
     NoLearningRate,
     #[error("batch_size: the space has no batch size")]
     NoBatchSize,
+    #[error("epochs: the space has no number of epochs")]
+    NoEpochs,
+    #[error("output activation: the space has no loss to read it from")]
+    NoLoss,
+    #[error("output activation: no rule for the loss {0:?}")]
+    UnknownLoss(String),
     /// A batch size outside the parameter's domain.
     #[error("{param}={value}: not in {domain}")]
     NotIn {
@@ -387,14 +409,7 @@ fn resolve(step: &Step, space: &SearchSpace, config: &Config) -> Result<Fix, Ski
         }
         Step::LrTimes(f) => {
             let p = lr_param()?;
-            let cur =
-                config
-                    .get(&p.name)
-                    .and_then(Value::as_f64)
-                    .ok_or_else(|| Skip::NotNumeric {
-                        param: p.name.clone(),
-                    })?;
-            set_lr(p, cur * f, format!("×{f}"))
+            set_lr(p, number(p, config)? * f, format!("×{f}"))
         }
         Step::LrFor { sgd, other } => {
             let p = lr_param()?;
@@ -413,8 +428,99 @@ fn resolve(step: &Step, space: &SearchSpace, config: &Config) -> Result<Fix, Ski
                 format!("for {}", if opt.is_empty() { "the optimizer" } else { opt }),
             )
         }
+        Step::EpochsTimes(f) => {
+            let p = find(space, "epochs", FaultType::HNE).ok_or(Skip::NoEpochs)?;
+            let cur = number(p, config)?;
+            let wanted = (cur * f).round();
+            // The nearest value the space has at or above the wanted one, else its largest.
+            let v = match &p.kind {
+                ParamKind::Int { low, high } => {
+                    Some(Value::from((wanted as i64).clamp(*low, *high)))
+                }
+                ParamKind::Choice { values } => {
+                    let mut counts: Vec<f64> = values.iter().filter_map(Value::as_f64).collect();
+                    counts.sort_by(f64::total_cmp);
+                    counts
+                        .iter()
+                        .find(|c| **c >= wanted)
+                        .or(counts.last())
+                        .and_then(|c| p.normalize(&Value::from(*c as i64)))
+                }
+                _ => p.normalize(&Value::from(wanted as i64)),
+            }
+            .filter(|v| p.contains(v))
+            .ok_or_else(|| Skip::NotIn {
+                param: p.name.clone(),
+                value: wanted as i64,
+                domain: p.describe_domain(),
+            })?;
+            if config.get(&p.name).is_some_and(|c| same_value(c, &v)) {
+                return Err(Skip::AlreadySo(format!("{}={}", p.name, cur)));
+            }
+            Ok(Fix {
+                description: format!(
+                    "{}={} (×{f})",
+                    p.name,
+                    reprolab_core::space::format_value(&v)
+                ),
+                changes: vec![(p.name.clone(), v)],
+            })
+        }
+        Step::OutputForLoss => {
+            let loss = find(space, "loss", FaultType::LCH)
+                .and_then(|p| config.get(&p.name))
+                .and_then(Value::as_str)
+                .ok_or(Skip::NoLoss)?;
+            let act = output_act_for(loss).ok_or_else(|| Skip::UnknownLoss(loss.to_string()))?;
+            let out = output_act(space).ok_or(Skip::NoParameter {
+                what: "output activation",
+                value: act.to_string(),
+            })?;
+            set_all(vec![out], act, "output activation")
+        }
         Step::Unavailable(what) => Err(Skip::Unavailable(what)),
     }
+}
+
+/// The config's numeric value of `p`.
+fn number(p: &Param, config: &Config) -> Result<f64, Skip> {
+    config
+        .get(&p.name)
+        .and_then(Value::as_f64)
+        .ok_or_else(|| Skip::NotNumeric {
+            param: p.name.clone(),
+        })
+}
+
+/// The activation of the output layer that a loss expects; `None` for a loss this does not
+/// know.
+pub fn output_act_for(loss: &str) -> Option<&'static str> {
+    let l = loss.to_ascii_lowercase();
+    Some(match l.as_str() {
+        "binary_crossentropy" | "bce" => "sigmoid",
+        "categorical_crossentropy"
+        | "sparse_categorical_crossentropy"
+        | "kl_divergence"
+        | "kullback_leibler_divergence"
+        | "nll"
+        | "nll_loss" => "softmax",
+        _ if l.contains("mean_") || l.starts_with("mse") || l.starts_with("mae") => "linear",
+        "huber" | "huber_loss" | "log_cosh" | "logcosh" | "l1" | "l2" => "linear",
+        _ => return None,
+    })
+}
+
+/// The activation parameter of the output layer: the `ACH` (or `act*`) parameter of the
+/// highest layer, when the space has more than one.
+pub fn output_act(space: &SearchSpace) -> Option<&Param> {
+    let hidden = hidden_acts(space);
+    if hidden.is_empty() {
+        return None;
+    }
+    space
+        .iter()
+        .filter(|p| is_kind(p, FaultType::ACH, "act"))
+        .find(|p| !hidden.iter().any(|h| h.name == p.name))
 }
 
 /// The fixes AutoTrainer would try for a symptom, mapped onto `space` from `config`, with a

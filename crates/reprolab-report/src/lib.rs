@@ -164,6 +164,8 @@ impl Report {
                 let _ = writeln!(body, "<p>{}</p>", html_escape(p));
             }
             for t in &s.tables {
+                // Wide tables scroll sideways rather than wrap their numbers.
+                body.push_str("<div class=\"scroll\">");
                 if t.rows.len() > SORTABLE_ROWS {
                     interactive = true;
                     body.push_str("<table class=\"sortable\">\n");
@@ -186,7 +188,7 @@ impl Report {
                     }
                     body.push_str("</tr>\n");
                 }
-                body.push_str("</table>\n");
+                body.push_str("</table></div>\n");
             }
             for f in &s.figures {
                 let _ = writeln!(
@@ -201,7 +203,7 @@ impl Report {
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\n<style>\n\
              body{{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}}\n\
              table{{border-collapse:collapse;margin:1em 0;font-size:14px}}th,td{{border:1px solid #ccc;padding:3px 8px;text-align:right}}\n\
-             th{{background:#f3f3f3}}td:first-child,th:first-child{{text-align:left}}td.mark{{font-weight:bold;background:#e8f4e8}}\n\
+             th{{background:#f3f3f3}}td:first-child,th:first-child{{text-align:left}}td:not(:first-child){{white-space:nowrap}}.scroll{{overflow-x:auto}}td.mark{{font-weight:bold;background:#e8f4e8}}\n\
              caption{{font-weight:bold;text-align:left;padding:4px 0}}figure{{margin:1em 0}}figcaption{{font-size:14px;color:#555}}\n\
              input.filter{{margin:1em 0 0;padding:3px 6px;width:20em}}th{{cursor:default}}table.sortable th{{cursor:pointer}}\n\
              </style></head><body>\n<h1>{title}</h1>\n{body}{script}</body></html>\n",

@@ -390,6 +390,7 @@ mod tests {
             substitutions: vec![],
             python: "3.11.7".into(),
             managed: true,
+            as_of: None,
         };
         let p = task_prompt(&report(text), &extract(text), &env, &[]);
         assert!(p.contains("raise `ValueError: Using a target size"), "{p}");

@@ -110,6 +110,9 @@ pub enum ChangeClaim {
 #[derive(Debug, Clone, Serialize)]
 pub struct Facts {
     pub symptom: Symptom,
+    /// Silent symptoms ([`Symptom::Nan`], [`Symptom::NoChange`]) the report states beside a
+    /// warning: a reproduction must show them too.
+    pub also: Vec<Symptom>,
     pub errors: Vec<StatedError>,
     pub warnings: Vec<StatedWarning>,
     pub versions: Vec<StatedVersion>,
@@ -234,8 +237,27 @@ pub fn extract(text: &str) -> Facts {
     } else {
         Symptom::Unknown
     };
+    // A NaN that only the warning's own text names is the warning, not a second symptom.
+    let nan_beside_warning = mentions_nan
+        && sentences(&observed_text).any(|s| {
+            NAN.is_match(s)
+                && !EXPECTATION.is_match(s)
+                && !warnings.iter().any(|w| s.contains(w.message.trim()))
+        });
+    let also = if symptom == Symptom::Warning {
+        [
+            (nan_beside_warning, Symptom::Nan),
+            (change_claim.is_some(), Symptom::NoChange),
+        ]
+        .into_iter()
+        .filter_map(|(stated, s)| stated.then_some(s))
+        .collect()
+    } else {
+        Vec::new()
+    };
     Facts {
         symptom,
+        also,
         errors,
         warnings,
         versions,

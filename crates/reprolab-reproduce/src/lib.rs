@@ -6,6 +6,8 @@
 //! * [`context`] – the project's or a pinned package's definitions ranked against the report
 //!   (ast-split, BM25 over code-aware tokens, training loops for silent bugs);
 //! * [`report`] – loading a report in the layouts users have;
+//! * [`dating`] – when the report was written (a date field or line, its commit in a local
+//!   checkout) and which frameworks it uses, for the versions it does not state;
 //! * [`facts`] – what the report states (exceptions, tracebacks, warnings, versions, numbers)
 //!   and the symptom class, extracted without an LLM;
 //! * [`observe`] – what one run of a script showed;
@@ -19,6 +21,7 @@
 
 pub mod agent;
 pub mod context;
+pub mod dating;
 pub mod facts;
 pub mod minimize;
 pub mod observe;

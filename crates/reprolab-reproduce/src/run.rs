@@ -14,8 +14,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use reprolab_core::manifest::Limits;
+use reprolab_exec::Executor;
 use reprolab_exec::PythonEnv;
-use reprolab_exec::pool::{ScriptFailure, ScriptJob, WorkerPool};
+use reprolab_exec::pool::{ScriptFailure, ScriptJob, ScriptRun, WorkerPool};
+use reprolab_exec::ray::RayExecutor;
 use reprolab_exec::result::Exit;
 use reprolab_exec::result::{OUTPUT_TAIL_BYTES, read_tail};
 use reprolab_exec::scratch::Scratch;
@@ -56,10 +58,19 @@ pub struct ScriptRunner<'a> {
 
 /// Warm workers for script runs, started on the first run that misses the cache, for one
 /// environment at a time (a bench goes through bugs one by one, each in its own environment: a
-/// run in another environment stops the workers of the previous one).
+/// run in another environment stops the workers of the previous one). With a Ray cluster
+/// (`--backend ray`), runs in the cluster's environment go to its slots; a report that needs
+/// other versions runs on the local workers of its own environment.
 pub struct WarmPools {
     size: usize,
     current: tokio::sync::Mutex<Option<(String, Arc<WorkerPool>, Scratch)>>,
+    ray: Option<Arc<RayExecutor>>,
+}
+
+/// Where one run goes.
+enum Warm {
+    Local(Arc<WorkerPool>),
+    Ray(Arc<RayExecutor>),
 }
 
 impl WarmPools {
@@ -68,6 +79,30 @@ impl WarmPools {
         WarmPools {
             size: size.max(1),
             current: tokio::sync::Mutex::new(None),
+            ray: None,
+        }
+    }
+
+    /// Runs in `ray`'s environment go to its slots; others to `size` local workers.
+    pub fn with_ray(size: usize, ray: Arc<RayExecutor>) -> WarmPools {
+        WarmPools {
+            ray: Some(ray),
+            ..WarmPools::new(size)
+        }
+    }
+
+    /// How many runs may go at once in `env`.
+    pub fn parallelism(&self, env: &PythonEnv) -> usize {
+        match &self.ray {
+            Some(ray) if ray.env_id() == env.id => ray.parallelism(),
+            _ => self.size,
+        }
+    }
+
+    async fn warm(&self, env: &PythonEnv) -> std::io::Result<Warm> {
+        match &self.ray {
+            Some(ray) if ray.env_id() == env.id => Ok(Warm::Ray(ray.clone())),
+            _ => self.pool(env).await.map(Warm::Local),
         }
     }
 
@@ -92,10 +127,13 @@ impl WarmPools {
         Ok(pool)
     }
 
-    /// Stop the workers.
+    /// Stop the workers (and the Ray driver).
     pub async fn shutdown(&self) {
         if let Some((_, pool, _scratch)) = self.current.lock().await.take() {
             pool.stop().await;
+        }
+        if let Some(ray) = &self.ray {
+            ray.shutdown().await;
         }
     }
 }
@@ -160,8 +198,8 @@ impl ScriptRunner<'_> {
                 gate.clone(),
             );
             let seed = *seed;
-            let pool = match self.warm {
-                Some(w) => match w.pool(self.env).await {
+            let warm = match self.warm {
+                Some(w) => match w.warm(self.env).await {
                     Ok(p) => Some(p),
                     Err(e) => {
                         tracing::warn!("no warm workers ({e}); running in fresh processes");
@@ -172,8 +210,11 @@ impl ScriptRunner<'_> {
             };
             tasks.spawn(async move {
                 let _permit = gate.acquire_owned().await;
-                let obs = match pool {
-                    Some(pool) => run_warm(&pool, &env, &script, seed, &limits, &paths).await,
+                let obs = match warm {
+                    Some(Warm::Local(pool)) => {
+                        run_warm(&pool, &env, &script, seed, &limits, &paths).await
+                    }
+                    Some(Warm::Ray(ray)) => run_on_ray(&ray, &script, seed, &limits, &paths).await,
                     None => run_once(&env, &script, seed, &limits, &paths).await,
                 };
                 (i, obs)
@@ -221,24 +262,78 @@ pub async fn run_warm(
     limits: &Limits,
     paths: &[PathBuf],
 ) -> Observation {
-    let keep = match Scratch::new("repro") {
-        Ok(s) => s,
-        Err(e) => return not_started(seed, format!("cannot create a scratch directory: {e}")),
+    let keep = match keep_dir(seed) {
+        Ok(k) => k,
+        Err(not) => return *not,
     };
-    let job = ScriptJob {
+    let job = script_job(script, seed, limits, paths, keep.path());
+    match pool.run_script(job).await {
+        Err(ScriptFailure::Infra(e)) => {
+            tracing::warn!("warm script run failed ({e}); running it in a fresh process");
+            run_once(env, script, seed, limits, paths).await
+        }
+        ended => observe_warm(seed, ended, keep.path()),
+    }
+}
+
+/// One run in a slot of a Ray cluster that runs the script's environment. The cluster failing
+/// under it (a lost driver or node) is a run that did not start, with the reason: not cached,
+/// run again next time.
+pub async fn run_on_ray(
+    ray: &RayExecutor,
+    script: &str,
+    seed: u64,
+    limits: &Limits,
+    paths: &[PathBuf],
+) -> Observation {
+    let keep = match keep_dir(seed) {
+        Ok(k) => k,
+        Err(not) => return *not,
+    };
+    match ray
+        .run_script(&script_job(script, seed, limits, paths, keep.path()))
+        .await
+    {
+        Err(ScriptFailure::Infra(e)) => not_started(seed, format!("on Ray: {e}")),
+        ended => observe_warm(seed, ended, keep.path()),
+    }
+}
+
+/// Where a warm run's records land; a run that cannot have one did not start.
+fn keep_dir(seed: u64) -> Result<Scratch, Box<Observation>> {
+    Scratch::new("repro").map_err(|e| {
+        Box::new(not_started(
+            seed,
+            format!("cannot create a scratch directory: {e}"),
+        ))
+    })
+}
+
+fn script_job(
+    script: &str,
+    seed: u64,
+    limits: &Limits,
+    paths: &[PathBuf],
+    keep: &Path,
+) -> ScriptJob {
+    ScriptJob {
         source: script.to_string(),
         seed,
         paths: paths.to_vec(),
         limits: *limits,
-        keep: keep.path().to_path_buf(),
-    };
-    match pool.run_script(job).await {
+        keep: keep.to_path_buf(),
+    }
+}
+
+/// The observation of a run in a warm worker (local or a Ray slot), its records in `keep`.
+fn observe_warm(seed: u64, ended: Result<ScriptRun, ScriptFailure>, keep: &Path) -> Observation {
+    match ended {
         Ok(run) => {
             let killed_for = run.violation.map(limit_status);
             let exit = as_fresh_process(run.exit, killed_for.is_some());
             observe::read(
                 seed,
-                keep.path(),
+                keep,
                 ProcessEnd {
                     exit_code: exit.code,
                     signal: exit.signal,
@@ -259,10 +354,7 @@ pub async fn run_warm(
                 "the worker running this script died during it, on each of {tries} tries: {message}"
             ),
         ),
-        Err(ScriptFailure::Infra(e)) => {
-            tracing::warn!("warm script run failed ({e}); running it in a fresh process");
-            run_once(env, script, seed, limits, paths).await
-        }
+        Err(ScriptFailure::Infra(e)) => not_started(seed, e),
     }
 }
 

@@ -7,7 +7,8 @@
 //!   `backward` when the report's traceback went through it; and raised by library code: not
 //!   by the script's own `raise`/`assert`, not an exception class the script defines, not inside
 //!   a script function named like the library function the report's traceback ends in;
-//! * **warning**: the same category and key tokens, not issued by the script's `warnings.warn`;
+//! * **warning**: the same category and key tokens, not issued by the script's `warnings.warn`,
+//!   and the silent symptom the report states beside it (NaN, no change), if any;
 //! * **nan**: a computed (non-literal) reported value is NaN or Inf;
 //! * **no-change**: a reported series stays constant (or, for "does not decrease", its last value
 //!   is not below its first), or a reported `*change*`/`*update*`/`*delta*` value is zero;
@@ -84,32 +85,31 @@ pub fn judge(facts: &Facts, report_text: &str, runs: &[Observation]) -> Verdict 
         }
         Symptom::Warning => {
             let w = &facts.warnings[0];
-            (
-                format!("{}: {}", w.category, w.message),
-                runs.iter()
-                    .map(|o| judge_warning(&w.category, &w.message, o))
-                    .collect(),
-                None,
-            )
+            let mut expected = format!("{}: {}", w.category, w.message);
+            let mut per_run: Vec<RunJudgement> = runs
+                .iter()
+                .map(|o| judge_warning(&w.category, &w.message, o))
+                .collect();
+            // A silent symptom stated beside the warning must show too: the warning alone is
+            // not the bug the report describes.
+            for also in &facts.also {
+                let (what, judged) = silent_rule(*also, facts, report_text, runs);
+                expected.push_str(&format!(", and {what}"));
+                for (mine, other) in per_run.iter_mut().zip(judged) {
+                    if mine.shows && !other.shows {
+                        *mine = RunJudgement {
+                            shows: false,
+                            reason: format!("the warning shows, but not {what}: {}", other.reason),
+                            ..other
+                        };
+                    }
+                }
+            }
+            (expected, per_run, None)
         }
-        Symptom::Nan => (
-            "a computed value that is NaN or Inf".to_string(),
-            runs.iter().map(|o| judge_nan(o, report_text)).collect(),
-            None,
-        ),
-        Symptom::NoChange => {
-            let claim = facts.change_claim.unwrap_or(ChangeClaim::Constant);
-            let what = match claim {
-                ChangeClaim::Constant => "a reported value that does not change",
-                ChangeClaim::NotDecreasing => "a reported value that does not decrease",
-            };
-            (
-                what.to_string(),
-                runs.iter()
-                    .map(|o| judge_no_change(claim, o, report_text))
-                    .collect(),
-                None,
-            )
+        Symptom::Nan | Symptom::NoChange => {
+            let (what, per_run) = silent_rule(facts.symptom, facts, report_text, runs);
+            (what, per_run, None)
         }
         Symptom::Value => {
             let stated: Vec<&StatedValue> = facts.observed_values().collect();
@@ -178,6 +178,34 @@ pub fn judge(facts: &Facts, report_text: &str, runs: &[Observation]) -> Verdict 
         showing,
         per_run,
         reasons,
+    }
+}
+
+/// What a per-run silent rule (NaN, no change) looks for, and each run's judgement.
+fn silent_rule(
+    symptom: Symptom,
+    facts: &Facts,
+    report_text: &str,
+    runs: &[Observation],
+) -> (String, Vec<RunJudgement>) {
+    match symptom {
+        Symptom::Nan => (
+            "a computed value that is NaN or Inf".to_string(),
+            runs.iter().map(|o| judge_nan(o, report_text)).collect(),
+        ),
+        _ => {
+            let claim = facts.change_claim.unwrap_or(ChangeClaim::Constant);
+            let what = match claim {
+                ChangeClaim::Constant => "a reported value that does not change",
+                ChangeClaim::NotDecreasing => "a reported value that does not decrease",
+            };
+            (
+                what.to_string(),
+                runs.iter()
+                    .map(|o| judge_no_change(claim, o, report_text))
+                    .collect(),
+            )
+        }
     }
 }
 
@@ -323,6 +351,32 @@ fn self_made(stated: &StatedError, e: &ObservedException) -> Option<String> {
     })
 }
 
+/// A message with what differs between machines and runs made neutral: addresses (`0x7f3a…`),
+/// amounts of memory (`20.00 MiB`, `3.95 GiB total capacity`) and durations (`12.5 s`,
+/// `30 seconds`), so that "CUDA out of memory. Tried to allocate 20.00 MiB" matches the same
+/// error on a machine of another size.
+pub fn without_volatile(message: &str) -> String {
+    static VOLATILE: std::sync::LazyLock<[(regex::Regex, &str); 3]> =
+        std::sync::LazyLock::new(|| {
+            [
+                (regex::Regex::new(r"\b0x[0-9a-fA-F]+\b").unwrap(), "0x…"),
+                (
+                    regex::Regex::new(r"\b\d+(?:\.\d+)?\s*(?:[KMGTP]i?B|bytes)\b").unwrap(),
+                    "<memory>",
+                ),
+                (
+                    regex::Regex::new(r"\b\d+(?:\.\d+)?\s*(?:ms|seconds?|secs?)\b").unwrap(),
+                    "<duration>",
+                ),
+            ]
+        });
+    let mut text = message.to_string();
+    for (pattern, neutral) in VOLATILE.iter() {
+        text = pattern.replace_all(&text, *neutral).into_owned();
+    }
+    text
+}
+
 /// Numbers, shapes and `AxB` sizes of a message, in order (`shape:1,256`, `dims:2708x7`, `3`).
 pub fn exact_tokens(message: &str) -> Vec<String> {
     static EXACT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
@@ -410,6 +464,7 @@ fn lcs(a: &[String], b: &[String]) -> usize {
 /// and, so that a different message with the same names does not pass, most of the plain
 /// words. Returns the share and what is missing.
 pub fn token_share(stated: &str, observed: &str) -> (f64, Vec<String>) {
+    let (stated, observed) = (&without_volatile(stated), &without_volatile(observed));
     let observed_norm = normalise_space(observed);
     let (exact_s, exact_o) = (exact_tokens(stated), exact_tokens(observed));
     let keys = key_tokens(stated);

@@ -345,10 +345,10 @@ pub fn trace_of(accs: &[f64], losses: &[f64], layers: impl Fn(usize) -> Vec<Valu
     }
 }
 
-/// Steady learning, healthy gradients.
+/// Steady learning to a plateau, healthy gradients.
 pub fn healthy_trace() -> Trace {
     let accs = [0.5, 0.7, 0.8, 0.85, 0.88, 0.9];
-    let losses = [1.5, 0.9, 0.6, 0.45, 0.38, 0.33];
+    let losses = [1.5, 0.9, 0.6, 0.45, 0.44, 0.438];
     trace_of(&accs, &losses, |_| {
         vec![
             layer("0", "relu", 0.05, 0.3),

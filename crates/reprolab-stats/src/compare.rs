@@ -41,7 +41,7 @@ pub fn compare(
         a12: crate::a12(all_b, all_a),
         cohens_d: d,
         verdict: if paired_a.len() < 2 {
-            Verdict::Equivalent
+            Verdict::NotSignificant
         } else {
             crate::verdict(p, d, goal)
         },
@@ -70,7 +70,7 @@ mod tests {
         let a = [0.5, 0.6, 0.7];
         let c = compare(&a, &a, &a, &a, Goal::Max);
         assert!(c.wilcoxon.is_none());
-        assert_eq!(c.verdict, Verdict::Equivalent);
+        assert_eq!(c.verdict, Verdict::NotSignificant);
         let c = compare(
             &[0.1],
             &[0.9],
@@ -78,6 +78,6 @@ mod tests {
             &[0.9, 0.9, 0.8],
             Goal::Max,
         );
-        assert_eq!((c.pairs, c.verdict), (1, Verdict::Equivalent));
+        assert_eq!((c.pairs, c.verdict), (1, Verdict::NotSignificant));
     }
 }

@@ -16,8 +16,9 @@
 //! * [`effect`] – Cohen's d and Vargha–Delaney A12.
 //! * [`bootstrap`] – deterministic percentile bootstrap.
 //! * [`glm`] – DeepCrime's GLM/Wald test.
-//! * [`mod@verdict`] – the study's Better / Worse / Equivalent rule.
+//! * [`mod@verdict`] – the study's Better / Worse / not-significant rule;
 //! * [`mod@compare`] – B against A: the tests, effect sizes and verdict together.
+//! * [`mod@tost`] – equivalence within a margin (two one-sided Wilcoxon tests).
 //! * [`passk`] – the unbiased pass@k estimator of code-generation benchmarks.
 //!
 //! Reference values in the unit tests were computed once with SciPy 1.17 and
@@ -34,6 +35,7 @@ pub mod glm;
 pub mod mann_whitney;
 pub mod passk;
 mod rank;
+pub mod tost;
 pub mod ttest;
 pub mod verdict;
 pub mod wilcoxon;
@@ -47,9 +49,10 @@ pub use effect::{a12, cohens_d};
 pub use glm::glm_test;
 pub use mann_whitney::mann_whitney_u;
 pub use passk::{mean_pass_at_k, pass_at_k};
+pub use tost::{Equivalence, tost};
 pub use ttest::{paired_t, welch_t};
 pub use verdict::{ALPHA, Goal, MIN_EFFECT, Verdict, verdict};
-pub use wilcoxon::{rounded_differences, wilcoxon_signed_rank};
+pub use wilcoxon::{rounded_differences, wilcoxon_one_sided, wilcoxon_signed_rank};
 
 /// Outcome of a two-sided hypothesis test.
 ///

@@ -1,4 +1,6 @@
-//! The study's decision rule: Better / Worse / Equivalent.
+//! The study's decision rule: Better / Worse / not significantly different. (The study says
+//! "equivalent" for the last; it only means that no difference was shown. An equivalence
+//! within a margin is shown by [`crate::tost`].)
 //!
 //! A difference counts only if it is both statistically significant
 //! (`p < ALPHA`) and practically relevant (`|d| >= MIN_EFFECT`, a "medium"
@@ -31,8 +33,10 @@ pub enum Verdict {
     Better,
     /// Significant, relevant change against the goal direction.
     Worse,
-    /// Not significant or not relevant.
-    Equivalent,
+    /// Not significant or not relevant: no difference shown (which is not a shown
+    /// equivalence). Files written before the rename say `equivalent`.
+    #[serde(rename = "not_significant", alias = "equivalent")]
+    NotSignificant,
 }
 
 /// Apply the rule to a test's `p_value` and `d = cohens_d(b, a)` (effect of
@@ -44,7 +48,7 @@ pub enum Verdict {
 pub fn verdict(p_value: f64, d: f64, goal: Goal) -> Verdict {
     let significant = p_value < ALPHA && d.abs() >= MIN_EFFECT;
     if !significant {
-        return Verdict::Equivalent;
+        return Verdict::NotSignificant;
     }
     let improves = match goal {
         Goal::Max => d > 0.0,
@@ -71,21 +75,21 @@ mod tests {
             (0.01, 0.8, Goal::Min, Worse),
             (0.01, -0.8, Goal::Min, Better),
             // boundaries: p must be strictly below ALPHA, |d| may equal MIN_EFFECT
-            (0.05, 0.8, Goal::Max, Equivalent),
+            (0.05, 0.8, Goal::Max, NotSignificant),
             (0.049_999, 0.5, Goal::Max, Better),
             (0.049_999, -0.5, Goal::Min, Better),
-            (0.049_999, 0.499_999, Goal::Max, Equivalent),
+            (0.049_999, 0.499_999, Goal::Max, NotSignificant),
             // significant but tiny effect
-            (1e-9, 0.2, Goal::Max, Equivalent),
+            (1e-9, 0.2, Goal::Max, NotSignificant),
             // large effect but not significant
-            (0.2, 3.0, Goal::Max, Equivalent),
-            (1.0, -3.0, Goal::Min, Equivalent),
+            (0.2, 3.0, Goal::Max, NotSignificant),
+            (1.0, -3.0, Goal::Min, NotSignificant),
             // deterministic runs: d = ±inf with p = 0
             (0.0, f64::INFINITY, Goal::Max, Better),
             (0.0, f64::NEG_INFINITY, Goal::Max, Worse),
             // undefined inputs are never significant
-            (f64::NAN, 1.0, Goal::Max, Equivalent),
-            (0.01, f64::NAN, Goal::Max, Equivalent),
+            (f64::NAN, 1.0, Goal::Max, NotSignificant),
+            (0.01, f64::NAN, Goal::Max, NotSignificant),
         ];
         for (p, d, goal, want) in cases {
             assert_eq!(verdict(p, d, goal), want, "p={p} d={d} goal={goal:?}");
@@ -97,9 +101,11 @@ mod tests {
         assert_eq!(serde_json::to_string(&Better).unwrap(), "\"better\"");
         assert_eq!(serde_json::to_string(&Worse).unwrap(), "\"worse\"");
         assert_eq!(
-            serde_json::to_string(&Equivalent).unwrap(),
-            "\"equivalent\""
+            serde_json::to_string(&NotSignificant).unwrap(),
+            "\"not_significant\""
         );
+        let old: Verdict = serde_json::from_str("\"equivalent\"").unwrap();
+        assert_eq!(old, NotSignificant);
         assert_eq!(serde_json::to_string(&Goal::Min).unwrap(), "\"min\"");
         let g: Goal = serde_json::from_str("\"max\"").unwrap();
         assert_eq!(g, Goal::Max);

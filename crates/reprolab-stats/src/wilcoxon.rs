@@ -60,44 +60,91 @@ pub fn wilcoxon_signed_rank(x: &[f64], y: &[f64]) -> Option<TestResult> {
     if x.len() != y.len() {
         return None;
     }
-    let d: Vec<f64> = x
-        .iter()
-        .zip(y)
-        .map(|(a, b)| a - b)
-        .filter(|v| *v != 0.0)
-        .collect();
-    let n = d.len();
-    if n == 0 {
-        return None;
-    }
-    let abs: Vec<f64> = d.iter().map(|v| v.abs()).collect();
-    let ranks = rank(&abs);
-    let total2: u64 = ranks.doubled.iter().sum(); // = n(n+1)
-    let w_plus2: u64 = d
-        .iter()
-        .zip(&ranks.doubled)
-        .filter(|(v, _)| **v > 0.0)
-        .map(|(_, r)| *r)
-        .sum();
-    let w_minus2 = total2 - w_plus2;
-    let statistic = w_plus2.min(w_minus2) as f64 / 2.0;
+    let d: Vec<f64> = x.iter().zip(y).map(|(a, b)| a - b).collect();
+    let sr = SignedRanks::of(&d)?;
+    let total2: u64 = sr.ranks.doubled.iter().sum(); // = n(n+1)
+    let w_minus2 = total2 - sr.w_plus2;
+    let statistic = sr.w_plus2.min(w_minus2) as f64 / 2.0;
 
-    if n <= EXACT_MAX_N {
-        let p = exact_p_value(&ranks.doubled, w_plus2.min(w_minus2));
+    if sr.n() <= EXACT_MAX_N {
+        let p = exact_p_value(&sr.ranks.doubled, sr.w_plus2.min(w_minus2));
         return Some(TestResult {
             statistic,
             p_value: p,
             method: "exact",
         });
     }
-
-    let nf = n as f64;
-    let mean = nf * (nf + 1.0) / 4.0;
-    let var = (nf * (nf + 1.0) * (2.0 * nf + 1.0) - 0.5 * ranks.tie_term()) / 24.0;
-    let z = (w_plus2 as f64 / 2.0 - mean) / var.sqrt();
     Some(TestResult {
         statistic,
-        p_value: normal_two_sided(z),
+        p_value: normal_two_sided(sr.z()),
+        method: "normal",
+    })
+}
+
+/// The ranks of the non-zero differences' magnitudes and `W+` (doubled, so that mid-ranks of
+/// ties stay integers).
+struct SignedRanks {
+    ranks: crate::rank::Ranks,
+    w_plus2: u64,
+}
+
+impl SignedRanks {
+    /// `None` when every difference is zero.
+    fn of(d: &[f64]) -> Option<SignedRanks> {
+        let d: Vec<f64> = d.iter().copied().filter(|v| *v != 0.0).collect();
+        if d.is_empty() {
+            return None;
+        }
+        let abs: Vec<f64> = d.iter().map(|v| v.abs()).collect();
+        let ranks = rank(&abs);
+        let w_plus2 = d
+            .iter()
+            .zip(&ranks.doubled)
+            .filter(|(v, _)| **v > 0.0)
+            .map(|(_, r)| *r)
+            .sum();
+        Some(SignedRanks { ranks, w_plus2 })
+    }
+
+    fn n(&self) -> usize {
+        self.ranks.doubled.len()
+    }
+
+    /// `W+` standardised under the null, with the tie correction (no continuity correction).
+    fn z(&self) -> f64 {
+        let nf = self.n() as f64;
+        let mean = nf * (nf + 1.0) / 4.0;
+        let var = (nf * (nf + 1.0) * (2.0 * nf + 1.0) - 0.5 * self.ranks.tie_term()) / 24.0;
+        (self.w_plus2 as f64 / 2.0 - mean) / var.sqrt()
+    }
+}
+
+/// One-sided Wilcoxon signed-rank test of the differences `d` against 0: the alternative is
+/// that they lie above 0 (`greater`) or below. `statistic` is `W+`; the p-value is
+/// `P(W+ >= observed)` (or `<=`) under the null, exact for up to [`EXACT_MAX_N`] non-zero
+/// differences, normal above (SciPy's `alternative="greater"`/`"less"`). `None` when every
+/// difference is zero.
+pub fn wilcoxon_one_sided(d: &[f64], greater: bool) -> Option<TestResult> {
+    let sr = SignedRanks::of(d)?;
+    let statistic = sr.w_plus2 as f64 / 2.0;
+    if sr.n() <= EXACT_MAX_N {
+        let counts = signed_rank_counts(&sr.ranks.doubled);
+        let w = sr.w_plus2 as usize;
+        let tail: u64 = if greater {
+            counts[w..].iter().sum()
+        } else {
+            counts[..=w].iter().sum()
+        };
+        return Some(TestResult {
+            statistic,
+            p_value: (tail as f64 / 2f64.powi(sr.n() as i32)).min(1.0),
+            method: "exact",
+        });
+    }
+    let z = sr.z();
+    Some(TestResult {
+        statistic,
+        p_value: crate::dist::normal_sf(if greater { z } else { -z }),
         method: "normal",
     })
 }

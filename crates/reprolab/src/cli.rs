@@ -47,10 +47,10 @@ pub struct Global {
     /// Retrain even what the store already knows (results are still stored).
     #[arg(long, global = true)]
     pub no_cache: bool,
-    /// Where trainings run: `local` (warm workers on this machine) or `ray` (a Ray cluster:
-    /// --ray-address, else a local Ray head for the command's lifetime; Ray is installed into
-    /// the managed environment on first use). With ray, --workers is the number of evaluation
-    /// slots (default: every CPU of the cluster).
+    /// Where trainings, reproduction scripts and codegen tests run: `local` (warm workers on
+    /// this machine) or `ray` (a Ray cluster: --ray-address, else a local Ray head for the
+    /// command's lifetime; Ray is installed into the managed environment on first use). With
+    /// ray, --workers is the number of evaluation slots (default: every CPU of the cluster).
     #[arg(long, global = true, value_enum, default_value_t = Backend::Local)]
     pub backend: Backend,
     /// The Ray cluster for --backend ray (HOST:PORT of its head, or ray://HOST:10001).
@@ -87,13 +87,16 @@ when it fails.",
         after_help = "Examples:\n  reprolab eval subjects/digits-mlp --runs 10\n  reprolab eval subjects/digits-mlp --config faulty.json --runs 20 --json"
     )]
     Eval(EvalArgs),
-    /// Say whether config B is significantly better, worse or equivalent to config A.
+    /// Say whether config B is significantly better or worse than config A (or equivalent
+    /// within a margin).
     #[command(
         long_about = "Train the subject with config A and config B on the same seeds and compare \
 the metric: Wilcoxon signed-rank (paired by seed), Mann-Whitney U, Cohen's d and Vargha-Delaney \
 A12. B is better (or worse) when p < 0.05 and |d| >= 0.5, the rule of the fault-localisation \
-study; otherwise equivalent. Exits 0 when B is better, 1 otherwise.",
-        after_help = "Example:\n  reprolab compare subjects/digits-mlp --b subjects/digits-mlp/other.json --runs 10"
+study; otherwise not significantly different, which does not mean equivalent: --margin M adds a \
+TOST (two one-sided Wilcoxon tests) that shows equivalence within ±M. Exits 0 when B is better, \
+1 otherwise.",
+        after_help = "Examples:\n  reprolab compare subjects/digits-mlp --b subjects/digits-mlp/other.json --runs 10\n  reprolab compare subjects/digits-mlp --b other.json --runs 10 --margin 0.01   # equivalent within ±0.01?"
     )]
     Compare(CompareArgs),
     /// Train once with instrumentation and show the training dynamics per epoch.
@@ -442,6 +445,13 @@ pub struct ReproduceRunOptions {
     /// The project's source, importable by the script (`--repo DIR` is put on sys.path).
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
+    /// Take the frameworks the report uses without stating their versions (torch, keras,
+    /// tensorflow, and numpy with them) as they were released by this day (YYYY-MM-DD).
+    /// Default: the report's own date (a `created_at`/`date` field, a `Date:` line), else the
+    /// date of the commit it names in --repo's git history; with none, the managed
+    /// environment's versions.
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    pub as_of: Option<String>,
     /// Runs per script, each with its own seed (RepGen's protocol: 5); the symptom must show in
     /// a majority.
     #[arg(long, default_value_t = 5, value_name = "N")]
@@ -593,6 +603,11 @@ pub struct CompareArgs {
     /// Which split the verdict is judged on.
     #[arg(long, value_enum, default_value_t = SplitArg::Holdout)]
     pub split: SplitArg,
+    /// Also test whether B is equivalent to A within ±M in the metric's units (TOST: two
+    /// one-sided Wilcoxon tests on the paired runs, both significant at 5%). "No significant
+    /// difference" alone does not show equivalence.
+    #[arg(long, value_name = "M")]
+    pub margin: Option<f64>,
 }
 
 #[derive(Debug, Args)]
@@ -708,8 +723,8 @@ pub enum EngineArg {
     Bohb,
     /// AutoTrainer-style: trace, detect symptoms, try its fixes in order, each retrained from scratch.
     Rules,
-    /// Fault-localisation-guided: TPE over only the hyperparameters localisation suspects,
-    /// widened to the whole space only when that finds no improvement.
+    /// Fault-localisation-guided: TPE over only the hyperparameters localisation suspects; the
+    /// second half adds the next suspects after an improvement, the whole space without one.
     Guided,
     /// The study's LLM repair prompt (needs --llm): --samples answers, each read into a patch
     /// the search space accepts and trained.

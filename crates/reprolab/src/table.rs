@@ -55,9 +55,42 @@ pub fn num(x: Option<f64>) -> String {
     x.map_or_else(|| "-".into(), |v| format!("{v:.4}"))
 }
 
+/// A p-value as read: four decimals, small ones in scientific notation, and a 0 (a perfect
+/// separation underflowing) said as a bound rather than as an exact zero.
+pub fn p_value(p: Option<f64>) -> String {
+    match p {
+        None => "-".into(),
+        Some(0.0) => "< 1e-300".into(),
+        Some(p) if p < 1e-4 => format!("{p:.1e}"),
+        Some(p) => format!("{p:.4}"),
+    }
+}
+
+/// Cohen's d, or "no variance" where it is a difference over a zero spread (every run of each
+/// group gave one value).
+pub fn effect(d: Option<f64>, no_variance: bool) -> String {
+    match d {
+        _ if no_variance => "no variance".into(),
+        Some(d) if d.is_finite() => format!("{d:.2}"),
+        Some(_) => "no variance".into(),
+        None => "-".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn p_values_and_effects_read_as_numbers_or_say_why_not() {
+        assert_eq!(p_value(Some(0.0)), "< 1e-300");
+        assert_eq!(p_value(Some(3.2e-7)), "3.2e-7");
+        assert_eq!(p_value(Some(0.04321)), "0.0432");
+        assert_eq!(p_value(None), "-");
+        assert_eq!(effect(Some(106.2), true), "no variance");
+        assert_eq!(effect(Some(f64::INFINITY), false), "no variance");
+        assert_eq!(effect(Some(-1.234), false), "-1.23");
+    }
 
     #[test]
     fn columns_align() {

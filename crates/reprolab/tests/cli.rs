@@ -122,12 +122,27 @@ fn compare_finds_a_broken_learning_rate_worse_and_a_config_equivalent_to_itself(
     assert!(v["comparison"]["cohens_d"].as_f64().unwrap() < -0.5);
     assert_eq!(v["diff"][0]["key"], "lr");
 
+    // The same config: not significantly different, and equivalent within a margin (TOST).
     let same = run(reprolab(tmp.path())
-        .args(["compare", "--json", "--runs", "6", "--b"])
+        .args([
+            "compare", "--json", "--runs", "6", "--margin", "0.01", "--b",
+        ])
         .arg(subject_dir.join("config.json"))
         .arg(&subject_dir));
     let v = json(&same);
-    assert_eq!(v["comparison"]["verdict"], "equivalent");
+    assert_eq!(v["comparison"]["verdict"], "not_significant");
+    assert_eq!(v["comparison"]["equivalence"]["equivalent"], true, "{v}");
+    assert_eq!(v["comparison"]["equivalence"]["p_value"], 1.0 / 64.0);
+    // The broken learning rate is not equivalent within the same margin (cached runs).
+    let text = run(reprolab(tmp.path())
+        .args(["compare", "--runs", "6", "--margin", "0.01", "--b"])
+        .arg(&faulty)
+        .arg(&subject_dir));
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        stdout.contains("equivalence: not shown within ±0.01"),
+        "{stdout}"
+    );
     assert_eq!(
         v["a"]["runs"][0]["cached"], true,
         "the A runs of the first comparison were reused"

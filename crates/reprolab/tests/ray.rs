@@ -431,6 +431,145 @@ fn bench_repair_runs_cells_concurrently_on_ray_and_writes_its_report() {
     assert!(out_dir.join("report.md").exists());
 }
 
+#[test]
+fn reproduce_judges_scripts_on_ray_as_locally() {
+    let Some((cluster, _turn)) = cluster() else {
+        return;
+    };
+    // Bundled bugs of each kind of symptom (error, Keras error, silent NaN): the verdict rows
+    // match the local backend's, runs and all.
+    let (local_dir, ray_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let bench = |mut cmd: Command, dir: &Path| {
+        cmd.args(["bench", "reproduce"])
+            .arg(repo().join("benchmarks/bugs"))
+            .args(["--verify-only", "--json", "--only"])
+            .arg("02-bce-target-size,14-keras-adam-lr-kwarg,20-nan-log-zero-aggregation")
+            .arg("--out")
+            .arg(dir.join("bench"));
+        let out = run(&mut cmd);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        without_durations(&json(&out))
+    };
+    let local = bench(reprolab(local_dir.path()), local_dir.path());
+    let remote = bench(on_ray(ray_dir.path(), cluster), ray_dir.path());
+    assert_eq!(local.as_array().unwrap().len(), 3);
+    assert_eq!(local, remote);
+    let runs = |dir: &Path| {
+        reprolab_store::Store::open(&dir.join("store.db"))
+            .unwrap()
+            .count_script_runs()
+            .unwrap()
+    };
+    assert_eq!(runs(ray_dir.path()), runs(local_dir.path()));
+
+    // A script importing from --repo: the directory travels to the node with the script.
+    let repo_dir = ray_dir.path().join("repo");
+    std::fs::create_dir(&repo_dir).unwrap();
+    std::fs::write(
+        repo_dir.join("shapes.py"),
+        "import torch\n\ndef loss():\n    return torch.nn.BCELoss()(torch.rand(4, 1), torch.ones(4))\n",
+    )
+    .unwrap();
+    let script = ray_dir.path().join("s.py");
+    // It says where it ran: the directory above its work directory (a Ray slot's or a local
+    // worker's scratch).
+    std::fs::write(
+        &script,
+        "import os\nprint('ran under', os.path.dirname(os.getcwd()))\nimport shapes\nshapes.loss()\n",
+    )
+    .unwrap();
+    let report = repo().join("benchmarks/bugs/02-bce-target-size/report.md");
+    let verify = |mut cmd: Command, dir: &Path| {
+        cmd.args([
+            "reproduce",
+            "verify",
+            "--json",
+            "--runs",
+            "2",
+            "--no-cache",
+            "--repo",
+        ])
+        .arg(&repo_dir)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg(&report)
+        .arg(&script);
+        let verdict = without_durations(&json(&run(&mut cmd))["verdict"]);
+        let observed = std::fs::read_to_string(dir.join("out/observed.txt")).unwrap();
+        (verdict, observed)
+    };
+    let (l, local_observed) = verify(reprolab(local_dir.path()), local_dir.path());
+    let (r, ray_observed) = verify(on_ray(ray_dir.path(), cluster), ray_dir.path());
+    assert_eq!(r["showing"], 2, "{r}");
+    assert_eq!(l, r);
+    assert!(
+        ray_observed.contains("ran under /tmp/reprolab-ray-slot-")
+            && !local_observed.contains("reprolab-ray-slot-"),
+        "{ray_observed}"
+    );
+}
+
+#[test]
+fn codegen_run_judges_every_kind_of_answer_on_ray_as_locally() {
+    let Some((cluster, _turn)) = cluster() else {
+        return;
+    };
+    // The codegen fixture: passing, failing, crashing, looping, forking, memory-hungry and
+    // flooding answers, and repository tasks (their files travel with each sample).
+    let tmp = tempfile::tempdir().unwrap();
+    let codegen = |mut cmd: Command, out: &str| {
+        cmd.args([
+            "codegen",
+            "run",
+            "--json",
+            "--memory-mb",
+            "300",
+            "--output-mb",
+            "1",
+        ])
+        .args(["--timeout-min", "8"])
+        .arg(fixture("codegen").join("tasks.jsonl"))
+        .arg("--generations")
+        .arg(fixture("codegen").join("generations.jsonl"))
+        .arg("--out")
+        .arg(tmp.path().join(out));
+        let output = run(&mut cmd);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let mut verdicts: Vec<(String, u64, String, String)> =
+            std::fs::read_to_string(tmp.path().join(out).join("results.jsonl"))
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let r: Value = serde_json::from_str(l).unwrap();
+                    (
+                        r["task_id"].as_str().unwrap().to_string(),
+                        r["sample"].as_u64().unwrap(),
+                        r["status"].as_str().unwrap().to_string(),
+                        r["failure"]["type"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect();
+        verdicts.sort();
+        (verdicts, json(&output))
+    };
+    let (local_dir, ray_dir) = (tmp.path().join("l"), tmp.path().join("r"));
+    std::fs::create_dir_all(&local_dir).unwrap();
+    std::fs::create_dir_all(&ray_dir).unwrap();
+    let (local, _) = codegen(reprolab(&local_dir), "local");
+    let (remote, summary) = codegen(on_ray(&ray_dir, cluster), "ray");
+    assert_eq!(local.len(), 18);
+    assert!(
+        remote.iter().any(|v| v.2 == "pass") && remote.iter().any(|v| v.2 != "pass"),
+        "{remote:?}"
+    );
+    assert_eq!(local, remote);
+    assert_eq!(summary["runners_started"], true);
+    let info: Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("ray/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(info["mode"], "ray", "{info}");
+}
+
 fn pids_where(keep: impl Fn(i32) -> bool) -> Vec<i32> {
     std::fs::read_dir("/proc")
         .unwrap()

@@ -157,6 +157,16 @@ fn bad_input_exits_2_naming_what_is_wrong() {
         String::from_utf8_lossy(&out.stderr)
             .contains("--package `torch>=2`: expected NAME==VERSION")
     );
+    let out = run(cmd(tmp.path())
+        .args(["reproduce", "verify"])
+        .arg(&report)
+        .arg(&script)
+        .args(["--as-of", "2023-13-01"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--as-of `2023-13-01`: expected a date as YYYY-MM-DD")
+    );
 }
 
 fn fenced(code: &str) -> String {

@@ -106,6 +106,23 @@ fn table5_averages_per_origin_and_engine() {
 }
 
 #[test]
+fn manual_faults_get_columns_and_a_set_of_their_own_only_when_present() {
+    let mut rows = sample();
+    assert!(!summary_rows(&rows, &strings(&["static"]))[0].contains(&"RC manual".to_string()));
+    let mut manual = rows[0].clone();
+    manual.fault = "two-causes".into();
+    manual.origin = "manual".into();
+    rows.push(manual);
+    let s = summary_rows(&rows, &strings(&["static"]));
+    let at = s[0].iter().position(|h| h == "RC manual").unwrap();
+    assert_eq!(s[0][at + 1], "F3 manual");
+    assert_eq!(s[0][at + 2], "RC all");
+    assert_eq!(s[1][1], "4");
+    let t = before_after_rows(&rows, &strings(&["static"]));
+    assert!(t.iter().any(|r| r[1] == "manual (1)"), "{t:?}");
+}
+
+#[test]
 fn table7_leaves_out_empty_fault_sets() {
     let t = before_after_rows(&sample(), &strings(&["static", "all"]));
     let sets: Vec<(&str, &str)> = t[1..]

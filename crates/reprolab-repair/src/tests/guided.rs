@@ -145,6 +145,35 @@ fn suggestions_come_first_then_tpe_on_the_suspected_parameters() {
 }
 
 #[test]
+fn after_an_improvement_the_second_half_adds_the_next_suspects() {
+    // Two causes: the output activation (named) and the epochs (ranked below the threshold).
+    // Fixing act2 helps; only fixing both reaches the top.
+    let obj = Synth::new(|c, _, _| {
+        let out = c.get("act2") == Some(&json!("softmax"));
+        let long = c.get("epochs").and_then(Value::as_i64).unwrap_or(0) >= 18;
+        Some(0.1 + if out { 0.4 } else { 0.0 } + if out && long { 0.4 } else { 0.0 })
+    });
+    let subject = study_subject(true);
+    let suspects = [
+        suspect("ACH(2)", 0.9, Some("act2: sigmoid -> softmax")),
+        suspect("HNE", 0.3, None),
+        suspect("WCI", 0.1, None),
+    ];
+    let r = run(&obj, &subject, Budget::Trials(40), 5, &suspects);
+    let (first, second) = r.trials.split_at(20);
+    for t in first {
+        assert!(changed(&subject, t).is_subset(&keys(&["act2"])), "{t:?}");
+    }
+    for t in second {
+        assert!(
+            changed(&subject, t).is_subset(&keys(&["act2", "epochs"])),
+            "the second half adds HNE, not WCI (0.1): {t:?}"
+        );
+    }
+    assert!(r.best.as_ref().unwrap().value.unwrap() > 0.85, "{:?}", r.best);
+}
+
+#[test]
 fn nothing_suspected_is_a_tpe_search_of_the_whole_space() {
     let subject = study_subject(true);
     let obj = Synth::study();

@@ -140,7 +140,7 @@ fn validation_statistics_match_hand_computed_values() {
     let v = block_on(validate(&obj, &subject, &Config::new(), 10)).unwrap();
     assert_eq!(v.p_value, 1.0);
     assert!(!v.significant);
-    assert_eq!(v.verdict, Verdict::Equivalent);
+    assert_eq!(v.verdict, Verdict::NotSignificant);
     assert_eq!(v.ir, Some(0.0));
     assert_eq!(v.aj, Some(0.0));
 

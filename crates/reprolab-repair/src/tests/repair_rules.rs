@@ -38,7 +38,8 @@ fn three_layers(g0: f64, g2: f64) -> impl Fn(usize) -> Vec<Value> {
 }
 
 const GOOD_ACC: [f64; 6] = [0.5, 0.7, 0.8, 0.85, 0.88, 0.9];
-const GOOD_LOSS: [f64; 6] = [1.5, 0.9, 0.6, 0.45, 0.38, 0.33];
+/// Converged: the last fall is under 2%, so nothing is still improving.
+const GOOD_LOSS: [f64; 6] = [1.5, 0.9, 0.6, 0.45, 0.44, 0.438];
 
 /// Flat, low accuracy: slow convergence.
 const FLAT_ACC: [f64; 6] = [0.30, 0.305, 0.31, 0.312, 0.315, 0.317];
@@ -79,7 +80,7 @@ fn each_symptom_is_detected_on_a_crafted_trace() {
     let mut t = healthy_trace();
     t.epochs[3]["nan"] = json!(true);
     assert_eq!(kinds(&t), vec![SymptomKind::NanLoss]);
-    let big = [2.0, 50.0, 1500.0, 900.0, 800.0, 700.0];
+    let big = [2.0, 50.0, 1500.0, 900.0, 800.0, 800.0];
     let t = trace_of(&GOOD_ACC, &big, |_| {
         healthy_trace().epochs[0]["layers"]
             .as_array()
@@ -393,4 +394,98 @@ fn rules_say_no_symptom_on_a_healthy_config() {
     assert_eq!(r.result.stop, Stop::NoSymptom);
     assert_eq!(r.result.trials.len(), 1);
     assert_eq!(obj.traces.get(), 1);
+}
+
+#[test]
+fn an_output_without_gradient_and_a_loss_still_falling_are_symptoms() {
+    // A softmax over one unit: every gradient is exactly 0 (and the ReLUs look dead).
+    let t = trace_of(&FLAT_ACC, &[1.9; 6], |_| {
+        vec![
+            layer("0", "relu", 0.0, 1.0),
+            layer("1", "relu", 0.0, 1.0),
+            layer("2", "softmax", 0.0, 1.0),
+        ]
+    });
+    let k = kinds(&t);
+    assert_eq!(k[0], SymptomKind::NoGradient, "{k:?}");
+    assert!(k.contains(&SymptomKind::DyingRelu), "{k:?}");
+    // Near miss: one layer with a gradient.
+    let t = trace_of(&GOOD_ACC, &GOOD_LOSS, |_| {
+        vec![
+            layer("0", "relu", 0.0, 0.2),
+            layer("1", "softmax", 0.1, 0.0),
+        ]
+    });
+    assert!(!kinds(&t).contains(&SymptomKind::NoGradient));
+
+    // Too few epochs: the loss falls by 20% in the last one.
+    let short = [2.0, 1.6, 1.3, 1.1, 0.9, 0.72];
+    let t = trace_of(&GOOD_ACC, &short, three_layers(0.05, 0.1));
+    assert_eq!(kinds(&t), vec![SymptomKind::StillImproving]);
+    let s = detect(&parse_trace(&t.epochs));
+    assert!(
+        s[0].evidence.contains("the last by 20.0%"),
+        "{}",
+        s[0].evidence
+    );
+    // Near misses: a 1% last fall (converged), and a rise in the last three epochs.
+    let flat = [2.0, 1.0, 0.6, 0.5, 0.45, 0.4455];
+    let bumpy = [2.0, 1.6, 1.3, 1.35, 0.9, 0.72];
+    for losses in [flat, bumpy] {
+        let t = trace_of(&GOOD_ACC, &losses, three_layers(0.05, 0.1));
+        assert!(kinds(&t).is_empty(), "{losses:?}: {:?}", kinds(&t));
+    }
+}
+
+#[test]
+fn the_new_rules_set_the_output_for_the_loss_and_more_epochs() {
+    let mut space = study_space(false);
+    space.params.push(reprolab_core::Param {
+        name: "loss".into(),
+        kind: reprolab_core::ParamKind::Choice {
+            values: vec![
+                json!("categorical_crossentropy"),
+                json!("mean_squared_error"),
+            ],
+        },
+        fault: Some(reprolab_core::FaultType::LCH),
+        layer: None,
+    });
+    let mut faulty = study_faulty();
+    faulty.insert("loss", json!("categorical_crossentropy"));
+    // act2 is sigmoid under a categorical cross-entropy: softmax.
+    let f = fixes(SymptomKind::NoGradient, &space, &faulty);
+    assert_eq!(values_of(&f, "act2"), vec![json!("softmax")]);
+    assert_eq!(rules::output_act(&space).unwrap().name, "act2");
+    // Regression under softmax (the study's AAL fault): linear.
+    let mut regression = faulty.clone();
+    regression.insert("loss", json!("mean_squared_error"));
+    regression.insert("act2", json!("softmax"));
+    let f = fixes(SymptomKind::NoGradient, &space, &regression);
+    assert_eq!(values_of(&f, "act2"), vec![json!("linear")]);
+    // The output already fits: skipped.
+    let mut fits = faulty.clone();
+    fits.insert("act2", json!("softmax"));
+    let f = fixes(SymptomKind::NoGradient, &space, &fits);
+    assert!(
+        f[0].as_ref().unwrap_err().to_string().contains("already"),
+        "{f:?}"
+    );
+
+    // Still improving at 9 epochs: 18 (×2), then 27 (×4 = 36, the largest the space has).
+    let s = fixes(SymptomKind::StillImproving, &space, &faulty);
+    assert_eq!(values_of(&s, "epochs"), vec![json!(18), json!(27)]);
+    // lr 3.0 × 10 is outside [1e-6, 10]: skipped, saying so.
+    assert!(values_of(&s, "lr").is_empty());
+    assert!(
+        s[2].as_ref().unwrap_err().to_string().contains("outside"),
+        "{s:?}"
+    );
+    let mut at_most = faulty.clone();
+    at_most.insert("epochs", json!(27));
+    let s = fixes(SymptomKind::StillImproving, &space, &at_most);
+    assert!(
+        s[0].as_ref().unwrap_err().to_string().contains("already"),
+        "{s:?}"
+    );
 }

@@ -357,3 +357,75 @@ fn swapped_sizes_or_another_message_with_the_same_names_do_not_match() {
     let other = "Arguments `target` and `output` must have the same shape. Received: target.shape=torch.Size([16]), output.shape=torch.Size([16, 3])";
     assert!(token_share(stated, other).0 < KEY_TOKEN_SHARE);
 }
+
+#[test]
+fn memory_sizes_addresses_and_durations_do_not_have_to_match() {
+    let stated = "CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 3.95 GiB total capacity; 2.10 GiB already allocated)";
+    let here = "CUDA out of memory. Tried to allocate 512.00 MiB (GPU 0; 15.70 GiB total capacity; 9.00 GiB already allocated)";
+    assert_eq!(token_share(stated, here).0, 1.0);
+    // The GPU index is not volatile: another device is another message.
+    assert!(token_share(stated, &here.replace("GPU 0", "GPU 1")).0 < 1.0);
+    assert_eq!(
+        token_share(
+            "cannot pickle <Net object at 0x7f3a2b1c>",
+            "cannot pickle <Net object at 0x55d0e2>"
+        )
+        .0,
+        1.0
+    );
+    assert_eq!(
+        without_volatile("timed out after 30 seconds (1.5 ms per step, 3 s total)"),
+        "timed out after <duration> (<duration> per step, 3 s total)"
+    );
+    // Shapes and plain numbers still count.
+    assert!(
+        token_share(
+            "size mismatch: [4, 1] vs [4]",
+            "size mismatch: [8, 1] vs [8]"
+        )
+        .0 < KEY_TOKEN_SHARE
+    );
+}
+
+#[test]
+fn a_silent_symptom_beside_a_warning_must_show_too() {
+    let text = "/x/torch/nn/modules/loss.py:608: UserWarning: Using a target size (torch.Size([4, 1])) that is different to the input size (torch.Size([4])).\n\nAfter that warning the loss becomes nan within a few steps.";
+    let facts = extract(text);
+    assert_eq!(facts.symptom, Symptom::Warning);
+    assert_eq!(facts.also, vec![Symptom::Nan]);
+    let warned = |loss: Value| -> Vec<Observation> {
+        (1..=5)
+            .map(|s| Observation {
+                warnings: vec![ObservedWarning {
+                    category: "UserWarning".into(),
+                    message: "Using a target size (torch.Size([4, 1])) that is different to the input size (torch.Size([4]))".into(),
+                    file: "/env/site-packages/torch/nn/modules/loss.py".into(),
+                    line: 608,
+                    in_script: false,
+                    warned_by_script: false,
+                }],
+                reported: vec![json!({"loss": loss.clone()}).as_object().cloned().unwrap()],
+                ..obs(s, RunStatus::Ok)
+            })
+            .collect()
+    };
+    let v = judge(&facts, text, &warned(json!("nan")));
+    assert!(v.reproduced, "{v:?}");
+    assert!(
+        v.expected.contains("and a computed value that is NaN"),
+        "{}",
+        v.expected
+    );
+    let v = judge(&facts, text, &warned(json!(0.7)));
+    rejected(
+        &v,
+        "the warning shows, but not a computed value that is NaN",
+    );
+
+    // A NaN that only the warning's own message names is no second symptom.
+    let own = extract(
+        "/x/torch/autograd/anomaly.py:9: UserWarning: Function returned nan values in its 0th output.",
+    );
+    assert_eq!(own.symptom, Symptom::Warning);
+    assert!(own.also.is_empty(), "{:?}", own.also);
+}

@@ -21,10 +21,12 @@ use reprolab_codegen::taxonomy::FailureClassifier;
 use reprolab_codegen::{
     Generator, Harness, Options, SampleResult, Status, TimeoutPolicy, load_tasks,
 };
+use reprolab_exec::PythonEnv;
+use reprolab_store::Store;
 use serde_json::json;
 
 use crate::cli::{
-    CodegenBenchArgs, CodegenCommand, CodegenLimits, CodegenReportArgs, CodegenRunArgs,
+    Backend, CodegenBenchArgs, CodegenCommand, CodegenLimits, CodegenReportArgs, CodegenRunArgs,
     CodegenValidateArgs, Global,
 };
 use crate::context;
@@ -154,6 +156,12 @@ fn options(g: &Global, l: &CodegenLimits, fresh: bool) -> Result<Options> {
     if l.memory_mb == 0 || l.output_mb == 0 {
         bail!("--memory-mb and --output-mb must be at least 1");
     }
+    if fresh && g.backend == Backend::Ray {
+        bail!(
+            "--fresh runs pytest in fresh local processes; with --backend ray every sample runs \
+             in a warm runner on the cluster (drop one of the two)"
+        );
+    }
     Ok(Options {
         workers: g
             .workers
@@ -194,6 +202,18 @@ fn bar_callback(pb: &indicatif::ProgressBar) -> impl Fn(&SampleResult) + Send + 
     }
 }
 
+/// The harness of validate and run: samples on the local runners, or with `--backend ray` on
+/// the cluster's slots (started now, so that a cluster that cannot be reached fails at once).
+async fn harness(g: &Global, env: PythonEnv, store: Store, opts: Options) -> Result<Harness> {
+    Ok(match g.backend {
+        Backend::Local => Harness::new(env, Some(store), opts)?,
+        Backend::Ray => {
+            let ray = context::ray_executor(g, &env).await?;
+            Harness::on_ray(env, Some(store), opts, Arc::new(ray))?
+        }
+    })
+}
+
 // ------------------------------------------------------------------------------- validate
 
 async fn validate(g: &Global, a: &CodegenValidateArgs) -> Result<ExitCode> {
@@ -201,8 +221,9 @@ async fn validate(g: &Global, a: &CodegenValidateArgs) -> Result<ExitCode> {
     let opts = options(g, &a.limits, a.fresh)?;
     let env = context::python_env(g).await?;
     let store = context::open_store(g)?;
-    // Runners start when a reference must really run: a validation the store answers starts none.
-    let harness = Harness::new(env, Some(store), opts)?;
+    // Local runners start when a reference must really run: a validation the store answers
+    // starts none.
+    let harness = harness(g, env, store, opts).await?;
 
     let pb = progress::bar(tasks.len() as u64, "references", g.json);
     let cb = bar_callback(&pb);
@@ -328,7 +349,12 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
         },
         samples: a.samples,
         temperature: generator.as_ref().map(|_| a.temperature),
-        mode: if a.fresh { "fresh" } else { "warm" }.into(),
+        mode: match (g.backend, a.fresh) {
+            (Backend::Ray, _) => "ray",
+            (Backend::Local, true) => "fresh",
+            (Backend::Local, false) => "warm",
+        }
+        .into(),
         workers: opts.workers,
         memory_mb: opts.memory_mb,
         output_mb: opts.output_mb,
@@ -338,10 +364,10 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
         environment: env.id.clone(),
         expected_samples: None,
     };
-    rundir::write_run_info(&a.out, &info)?;
-
     let store = context::open_store(g)?;
-    let harness = Harness::new(env, Some(store), opts)?;
+    let harness = harness(g, env, store, opts).await?;
+    info.workers = harness.options().workers;
+    rundir::write_run_info(&a.out, &info)?;
 
     // The answers: a file, or the model (resuming from what an earlier run generated).
     let gens: Vec<Generation> = match (&a.generations, &generator) {
@@ -611,6 +637,12 @@ async fn measure(
 }
 
 async fn bench(g: &Global, a: &CodegenBenchArgs) -> Result<ExitCode> {
+    if g.backend == Backend::Ray {
+        bail!(
+            "codegen bench compares this machine's warm runners with fresh processes; run it \
+             without --backend ray (codegen validate and run take it)"
+        );
+    }
     let (tasks, all_ids) = load(&a.tasks, &a.limits.only)?;
     let gens: Vec<Generation> = match &a.generations {
         Some(file) => {

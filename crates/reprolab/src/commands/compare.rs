@@ -1,4 +1,5 @@
-//! `reprolab compare`: is config B significantly better, worse or equivalent to config A?
+//! `reprolab compare`: is config B significantly better or worse than config A, or, with
+//! `--margin`, equivalent to it within that margin?
 
 use std::process::ExitCode;
 
@@ -21,10 +22,20 @@ pub struct Comparison {
     pub split: Split,
     #[serde(flatten)]
     pub stats: stats::Comparison,
+    /// The TOST within `--margin`, when one was asked for (and pairs exist).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub equivalence: Option<stats::Equivalence>,
 }
 
-/// Compare on the runs that finished on both sides, paired by seed.
-pub fn compare(a: &[Evaluation], b: &[Evaluation], split: Split, goal: Goal) -> Comparison {
+/// Compare on the runs that finished on both sides, paired by seed; with `margin`, also test
+/// their equivalence within it.
+pub fn compare(
+    a: &[Evaluation],
+    b: &[Evaluation],
+    split: Split,
+    goal: Goal,
+    margin: Option<f64>,
+) -> Comparison {
     let (mut xa, mut xb) = (Vec::new(), Vec::new());
     for (ea, eb) in a.iter().zip(b) {
         if let (Some(va), Some(vb)) = (
@@ -43,12 +54,18 @@ pub fn compare(a: &[Evaluation], b: &[Evaluation], split: Split, goal: Goal) -> 
     Comparison {
         split,
         stats: stats::compare(&xa, &xb, &all_a, &all_b, goal),
+        equivalence: margin.and_then(|m| stats::tost(&stats::rounded_differences(&xb, &xa), m)),
     }
 }
 
 pub async fn run(g: &Global, args: &CompareArgs) -> Result<ExitCode> {
     if args.runs < 2 {
         bail!("--runs must be at least 2 to compare");
+    }
+    if let Some(m) = args.margin
+        && !(m.is_finite() && m > 0.0)
+    {
+        bail!("--margin is {m}; expected a positive number in the metric's units, e.g. 0.01");
     }
     let subject = context::load_subject(&args.subject)?;
     let (config_a, path_a) = context::load_config(&subject, args.a.as_deref())?;
@@ -63,7 +80,7 @@ pub async fn run(g: &Global, args: &CompareArgs) -> Result<ExitCode> {
     );
     let (ra, rb) = (ra?, rb?);
     ev.shutdown().await;
-    let cmp = compare(&ra, &rb, split, subject.metric.goal);
+    let cmp = compare(&ra, &rb, split, subject.metric.goal, args.margin);
     let st = &cmp.stats;
     let failed = ra
         .iter()
@@ -144,13 +161,35 @@ pub async fn run(g: &Global, args: &CompareArgs) -> Result<ExitCode> {
         let says = match st.verdict {
             Verdict::Better => "B is significantly BETTER than A (p < 0.05, |d| >= 0.5)",
             Verdict::Worse => "B is significantly WORSE than A (p < 0.05, |d| >= 0.5)",
-            Verdict::Equivalent => "no significant difference (needs p < 0.05 and |d| >= 0.5)",
+            Verdict::NotSignificant => {
+                "not significantly different (needs p < 0.05 and |d| >= 0.5; this does not show \
+                 that they are equivalent)"
+            }
         };
         println!("\nverdict: {says}");
+        if let Some(m) = args.margin {
+            println!("{}", equivalence_line(m, cmp.equivalence.as_ref()));
+        }
     }
     Ok(if matches!(st.verdict, Verdict::Better) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// What the TOST within `margin` showed, in a line.
+fn equivalence_line(margin: f64, e: Option<&stats::Equivalence>) -> String {
+    match e {
+        Some(e) if e.equivalent => format!(
+            "equivalence: B is EQUIVALENT to A within ±{margin} (TOST p = {:.4}, {})",
+            e.p_value, e.method
+        ),
+        Some(e) => format!(
+            "equivalence: not shown within ±{margin} (TOST p = {:.4} >= 0.05: lower {:.4}, \
+             upper {:.4}; more runs or a wider margin may show it)",
+            e.p_value, e.p_lower, e.p_upper
+        ),
+        None => format!("equivalence: not tested within ±{margin} (no run finished on both sides)"),
+    }
 }

@@ -14,12 +14,18 @@ use crate::cli::{FaultsArgs, Global};
 use crate::context;
 use crate::error::Infrastructure;
 use crate::progress;
-use crate::table::render;
+use crate::table::{effect, p_value, render};
 use crate::trainer::EvalTrainer;
 
 fn stats(g: &Option<GroupStats>) -> String {
     g.as_ref()
         .map_or("-".into(), |g| format!("{:.4} ± {:.4}", g.mean, g.std))
+}
+
+/// Cohen's d of a measured fault, "no variance" when neither group varies.
+fn d_text(r: &FaultRecord) -> String {
+    let constant = |g: &Option<GroupStats>| g.as_ref().is_some_and(|g| g.std == 0.0);
+    effect(r.cohens_d, constant(&r.faulty) && constant(&r.fixed))
 }
 
 /// Why a fault cannot be measured: the user's program failed, as `eval` would show it (exit 1,
@@ -233,8 +239,8 @@ pub async fn run(g: &Global, a: &FaultsArgs) -> Result<ExitCode> {
                 super::serde_name(r.origin),
                 stats(&r.faulty),
                 stats(&r.fixed),
-                r.p_value.map_or("-".into(), |p| format!("{p:.2e}")),
-                r.cohens_d.map_or("-".into(), |d| format!("{d:.2}")),
+                p_value(r.p_value),
+                d_text(r),
                 r.runs.map_or("-".into(), |n| n.to_string()),
             ]);
         }

@@ -20,6 +20,9 @@ pub struct Localized {
     pub suspects: Vec<Suspect>,
     /// The traced training's duration, when the engine trained.
     pub training_s: Option<f64>,
+    /// Per-epoch records the traced training logged, when the engine trained (0: the program
+    /// does not call `reprolab.log_epoch`, so the dynamic monitors had nothing to read).
+    pub epochs: Option<usize>,
     /// The LLM engine's answers, mapping and vote.
     pub llm: Option<LlmLocalization>,
 }
@@ -43,6 +46,7 @@ pub async fn suspects(
         return Ok(Localized {
             suspects: found.suspects.clone(),
             training_s: None,
+            epochs: None,
             llm: Some(found),
         });
     }
@@ -71,6 +75,7 @@ pub async fn suspects(
     };
     Ok(Localized {
         suspects: list,
+        epochs: trace.as_ref().map(|t| t.0.len()),
         training_s: trace.map(|t| t.1),
         llm: None,
     })
@@ -116,7 +121,8 @@ pub async fn run(g: &Global, a: &LocalizeArgs) -> Result<ExitCode> {
             serde_json::to_string_pretty(&json!({
                 "subject": subject.name, "config_path": config_path, "engine": a.engine,
                 "suspects": list, "answer": answer.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
-                "threshold": loc::THRESHOLD, "training_s": trained_s, "llm": found.llm,
+                "threshold": loc::THRESHOLD, "training_s": trained_s,
+                "epochs_recorded": found.epochs, "llm": found.llm,
             }))?
         );
     } else {
@@ -143,9 +149,22 @@ pub async fn run(g: &Global, a: &LocalizeArgs) -> Result<ExitCode> {
             }
             println!();
         }
+        if found.epochs == Some(0) {
+            println!(
+                "note: the training logged no epochs (train() does not call \
+                 reprolab.log_epoch(epoch, loss=…, acc=…) nor reprolab.watch(model)), so the \
+                 dynamic monitors had nothing to read and only the static rules, which read \
+                 config.json, judged it. See README, \"Bring your own training script\".\n"
+            );
+        }
         if list.is_empty() {
             println!(
-                "no suspect: nothing in the config or the training looks faulty to these engines"
+                "no suspect: nothing in the config{} looks faulty to these engines",
+                if found.epochs == Some(0) {
+                    ""
+                } else {
+                    " or the training"
+                }
             );
         } else {
             let mut rows = vec![

@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::cli::{Global, KillTestArg, MutateArgs};
 use crate::context;
 use crate::progress;
-use crate::table::{num, render};
+use crate::table::{effect, num, p_value, render};
 use crate::trainer::EvalTrainer;
 
 pub async fn run(g: &Global, a: &MutateArgs) -> Result<ExitCode> {
@@ -111,8 +111,11 @@ pub async fn run(g: &Global, a: &MutateArgs) -> Result<ExitCode> {
                     num(Some(m.decision.mutant_mean)),
                     num(Some(m.decision.mutant_std))
                 ),
-                format!("{:.2e}", m.decision.p_value),
-                format!("{:.2}", m.decision.cohens_d),
+                p_value(Some(m.decision.p_value)),
+                effect(
+                    Some(m.decision.cohens_d),
+                    m.decision.mutant_std == 0.0 && m.decision.original_std == 0.0,
+                ),
             ]);
         }
         println!();

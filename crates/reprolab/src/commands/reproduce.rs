@@ -3,16 +3,17 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use reprolab_exec::PythonEnv;
-use reprolab_exec::spec_env::{Pin, Resolution, ensure_spec};
+use reprolab_exec::spec_env::{AsOf, Pin, Resolution, ensure_spec};
 use reprolab_reproduce::agent::{self, AgentOptions, Attempt};
 use reprolab_reproduce::context::{self as code, ContextOptions, Snippet};
 use reprolab_reproduce::opinion;
 use reprolab_reproduce::outputs::{self, VerdictFile};
 use reprolab_reproduce::run::{ScriptRunner, WarmPools, default_limits};
-use reprolab_reproduce::{BugReport, Facts, Verdict, facts, report, verify};
+use reprolab_reproduce::{BugReport, Facts, Verdict, dating, facts, report, verify};
 use reprolab_store::Store;
 use serde_json::json;
 
@@ -20,7 +21,7 @@ use reprolab_bench::ResultsFile;
 use reprolab_bench::reproduce::{Check, ReproduceRow, VerifyRow};
 
 use crate::cli::{
-    BenchReproduceArgs, Global, ReproduceArgs, ReproduceCommand, ReproduceRunOptions,
+    Backend, BenchReproduceArgs, Global, ReproduceArgs, ReproduceCommand, ReproduceRunOptions,
     ReproduceVerifyArgs,
 };
 use crate::context;
@@ -32,7 +33,7 @@ pub async fn run(g: &Global, a: &ReproduceArgs) -> Result<ExitCode> {
         Some(ReproduceCommand::Verify(v)) => v.run.cold,
         None => a.run.cold,
     };
-    let warm = warm_pools(g, cold);
+    let warm = warm_pools(g, cold).await?;
     let result = match &a.command {
         Some(ReproduceCommand::Verify(v)) => verify_cmd(g, v, warm.as_ref()).await,
         None => generate_cmd(g, a, warm.as_ref()).await,
@@ -43,9 +44,20 @@ pub async fn run(g: &Global, a: &ReproduceArgs) -> Result<ExitCode> {
     result
 }
 
-/// Warm workers for the script runs (started when a run misses the cache), unless `--cold`.
-fn warm_pools(g: &Global, cold: bool) -> Option<WarmPools> {
-    (!cold).then(|| WarmPools::new(g.workers.unwrap_or_else(reprolab_exec::default_workers)))
+/// Warm workers for the script runs (started when a run misses the cache), unless `--cold`;
+/// with `--backend ray`, the cluster's slots for reports that run in the managed environment.
+async fn warm_pools(g: &Global, cold: bool) -> Result<Option<WarmPools>> {
+    if cold {
+        return Ok(None);
+    }
+    let size = g.workers.unwrap_or_else(reprolab_exec::default_workers);
+    Ok(Some(match g.backend {
+        Backend::Local => WarmPools::new(size),
+        Backend::Ray => {
+            let env = context::python_env(g).await?;
+            WarmPools::with_ray(size, Arc::new(context::ray_executor(g, &env).await?))
+        }
+    }))
 }
 
 /// What every reproduce verb prepares: the report and its facts, the environment for its
@@ -89,6 +101,9 @@ fn check_options(o: &ReproduceRunOptions) -> Result<()> {
     {
         bail!("--repo {}: not a directory", repo.display());
     }
+    if let Some(day) = &o.as_of {
+        AsOf::check_date(day).map_err(|e| anyhow::anyhow!("--as-of {e}"))?;
+    }
     Ok(())
 }
 
@@ -110,11 +125,16 @@ async fn prepare_report(
     }
     let facts = facts::extract(&report.text);
     let pins = verify::pins_for(&facts, &user_pins);
+    let mut paths: Vec<PathBuf> = o.repo.iter().cloned().collect();
+    paths.extend(report.code_dir.iter().cloned());
+    let as_of = as_of(&report, o, &paths);
     let opts = context::env_options(g);
     let json = g.json;
     let (env, resolution) = tokio::task::spawn_blocking(move || {
         let sp = progress::spinner("python env", json);
-        let r = ensure_spec(&opts, &pins, &|line: &str| sp.set_message(line.to_string()));
+        let r = ensure_spec(&opts, &pins, as_of.as_ref(), &|line: &str| {
+            sp.set_message(line.to_string())
+        });
         sp.finish_and_clear();
         r
     })
@@ -129,8 +149,14 @@ async fn prepare_report(
             s.used.as_deref().unwrap_or("none installed")
         );
     }
-    let mut paths: Vec<PathBuf> = o.repo.iter().cloned().collect();
-    paths.extend(report.code_dir.iter().cloned());
+    if let Some(a) = &resolution.as_of {
+        eprintln!(
+            "note: no version stated for {}; using the releases current on {} (from {})",
+            a.packages.join(", "),
+            a.date,
+            a.source
+        );
+    }
     let paths = paths
         .into_iter()
         .map(|p| std::path::absolute(&p).unwrap_or(p))
@@ -142,6 +168,25 @@ async fn prepare_report(
         resolution,
         seeds: (1..=o.runs as u64).collect(),
         paths,
+    })
+}
+
+/// The day the report's unversioned frameworks are taken from: `--as-of`, else the report's
+/// date, else its commit's in a local checkout.
+fn as_of(report: &BugReport, o: &ReproduceRunOptions, repos: &[PathBuf]) -> Option<AsOf> {
+    let dated = match &o.as_of {
+        Some(day) => Some(dating::Dated {
+            date: day.clone(),
+            source: "--as-of".into(),
+        }),
+        None => dating::stated_date(report)
+            .filter(|d| AsOf::check_date(&d.date).is_ok())
+            .or_else(|| dating::commit(report).and_then(|h| dating::commit_date(&h, repos))),
+    }?;
+    Some(AsOf {
+        date: dated.date,
+        packages: dating::frameworks(report),
+        source: dated.source,
     })
 }
 
@@ -183,7 +228,10 @@ fn runner<'a>(
             ..default_limits()
         },
         paths: p.paths.clone(),
-        parallel: g.workers.unwrap_or_else(reprolab_exec::default_workers),
+        parallel: match warm {
+            Some(w) => w.parallelism(&p.env),
+            None => g.workers.unwrap_or_else(reprolab_exec::default_workers),
+        },
         store,
         warm,
     }
@@ -580,7 +628,7 @@ pub async fn bench(g: &Global, a: &BenchReproduceArgs) -> Result<ExitCode> {
             a.benchmark.display()
         );
     }
-    let warm = warm_pools(g, a.run.cold);
+    let warm = warm_pools(g, a.run.cold).await?;
     let result = if a.verify_only {
         bench_verify(g, a, reports, warm.as_ref()).await
     } else {

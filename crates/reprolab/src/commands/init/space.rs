@@ -80,9 +80,11 @@ pub fn entry(name: &str, value: &Value) -> Option<Entry> {
     let table = match (kind, value) {
         (Known::LearningRate, Value::Number(n)) => {
             let v = n.as_f64()?;
-            // The study's range, widened to hold the script's value.
+            // The study's range, widened to hold the script's value, on a log scale: a
+            // learning rate acts per decade, and the study's uniform draws put nine in ten
+            // above 1, where few programs train at all.
             format!(
-                "{{ type = \"float\", low = {}, high = {}, fault = \"HLR\" }}",
+                "{{ type = \"log-float\", low = {}, high = {}, fault = \"HLR\" }}",
                 float(v.min(1e-6)),
                 float(v.max(10.0))
             )
@@ -181,7 +183,7 @@ mod tests {
         assert!(lr.known);
         assert_eq!(
             lr.toml,
-            "{ type = \"float\", low = 1e-6, high = 10.0, fault = \"HLR\" }"
+            "{ type = \"log-float\", low = 1e-6, high = 10.0, fault = \"HLR\" }"
         );
         let bs = entry("batch_size", &json!(100)).unwrap();
         assert!(
