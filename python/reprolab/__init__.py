@@ -34,6 +34,7 @@ __all__ = [
     "run_script",
     "report",
     "ReprolabContractError",
+    "TrialPruned",
     "__version__",
 ]
 
@@ -42,14 +43,57 @@ class ReprolabContractError(Exception):
     """A subject broke the subject contract (wrong return value, missing entry callable, ...)."""
 
 
+class TrialPruned(BaseException):
+    """Raised by `log_epoch` when the run's pruner stops the training: its best value so far of
+    the pruned metric fell behind the threshold of this epoch. A BaseException, so that a
+    subject's `except Exception` does not swallow it; the worker records the run as pruned."""
+
+    def __init__(self, epoch, value):
+        super().__init__(f"pruned at epoch {epoch} (best so far {value})")
+        self.epoch = epoch
+        self.value = value
+
+
+class _Pruner:
+    """A request's prune spec ({"key", "goal", "thresholds"}), checked at each log_epoch: the
+    rule of reprolab-search's `prune_at` (epochs counted by log_epoch calls, from 0; the best
+    finite value so far against thresholds[epoch]; no finite value yet counts as worst)."""
+
+    __slots__ = ("key", "maximize", "thresholds", "step", "best")
+
+    def __init__(self, spec):
+        self.key = str(spec["key"])
+        self.maximize = spec.get("goal", "max") != "min"
+        self.thresholds = list(spec.get("thresholds") or [])
+        self.step = 0
+        self.best = None
+
+    def check(self, record):
+        """Raises TrialPruned when this epoch's record falls behind its threshold."""
+        step = self.step
+        self.step += 1
+        if self.key not in record:
+            return
+        v = record[self.key]
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            v = float(v)
+            if self.best is None or (v > self.best if self.maximize else v < self.best):
+                self.best = v
+        t = self.thresholds[step] if step < len(self.thresholds) else None
+        if t is None:
+            return
+        if self.best is None or (self.best < t if self.maximize else self.best > t):
+            raise TrialPruned(step, self.best)
+
+
 # --------------------------------------------------------------------------------------------
 # Run context: set by the worker child (or by run_script) before the subject's train() runs.
 # None outside reprolab, which makes every API call a no-op.
 # --------------------------------------------------------------------------------------------
 class _RunContext:
-    __slots__ = ("workdir", "mode", "epochs_path", "run_id", "tracer")
+    __slots__ = ("workdir", "mode", "epochs_path", "run_id", "tracer", "pruner")
 
-    def __init__(self, workdir, mode="eval", run_id=None, epochs_path=None):
+    def __init__(self, workdir, mode="eval", run_id=None, epochs_path=None, prune=None):
         if mode not in ("eval", "trace"):
             raise ValueError(f"unknown reprolab mode {mode!r}; expected 'eval' or 'trace'")
         self.workdir = os.fspath(workdir)
@@ -57,16 +101,25 @@ class _RunContext:
         self.run_id = run_id
         self.epochs_path = os.fspath(epochs_path) if epochs_path else os.path.join(self.workdir, "epochs.jsonl")
         self.tracer = None  # reprolab.trace.Tracer, created by the first watch() in trace mode
+        # In-training pruning (eval mode only: a trace always runs to its end).
+        self.pruner = _Pruner(prune) if (prune and mode == "eval") else None
 
 
 _context: _RunContext | None = None
 
 
-def _set_run_context(workdir, mode="eval", run_id=None, epochs_path=None):
-    """Called by the worker child (and run_script) before train(); not part of the subject API."""
+def _set_run_context(workdir, mode="eval", run_id=None, epochs_path=None, prune=None):
+    """Called by the worker child (and run_script) before train(); not part of the subject API.
+    `prune`: the request's prune spec ({"key", "goal", "thresholds"}) or None."""
     global _context
-    _context = _RunContext(workdir, mode, run_id, epochs_path)
+    _context = _RunContext(workdir, mode, run_id, epochs_path, prune)
     return _context
+
+
+def _pruned_record(e):
+    """The result.json record of a pruned training."""
+    value = e.value if (e.value is not None and math.isfinite(e.value)) else None
+    return {"status": "pruned", "epoch": int(e.epoch), "value": value}
 
 
 def _clear_run_context():
@@ -209,7 +262,9 @@ def log_epoch(epoch, **metrics):
     """Report one epoch's metrics (any float kwargs: loss, acc, val_loss, val_acc, ...).
 
     Appends one JSON line to the run's epochs.jsonl; in trace mode the record also carries the
-    per-layer statistics of the watched models. Does nothing outside reprolab."""
+    per-layer statistics of the watched models. Does nothing outside reprolab. When the run has
+    a pruner (a search's trial) and this epoch falls behind its threshold, raises TrialPruned
+    after recording the epoch."""
     ctx = _context
     if ctx is None:
         return
@@ -239,6 +294,8 @@ def log_epoch(epoch, **metrics):
     line = json.dumps(record, allow_nan=False)
     with open(ctx.epochs_path, "a", encoding="utf-8") as f:
         f.write(line + "\n")
+    if ctx.pruner is not None:
+        ctx.pruner.check(record)
 
 
 def watch(model):
@@ -310,11 +367,24 @@ def run_script(train, argv=None):
         with open(config_path, encoding="utf-8") as f:
             config = json.load(f)
 
+    prune = None
+    if os.environ.get("REPROLAB_PRUNE"):
+        try:
+            prune = json.loads(os.environ["REPROLAB_PRUNE"])
+        except ValueError:
+            prune = None
     if args.workdir:
         os.makedirs(args.workdir, exist_ok=True)
-        _set_run_context(args.workdir, args.mode)
+        _set_run_context(args.workdir, args.mode, prune=prune)
     try:
         result = train(config, args.seed)
+    except TrialPruned as e:
+        record = _pruned_record(e)
+        if args.out:
+            _write_json_atomic(args.out, record)
+        else:
+            print(json.dumps(record, allow_nan=False))
+        return record
     finally:
         if args.workdir:
             _clear_run_context()

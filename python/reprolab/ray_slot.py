@@ -359,6 +359,7 @@ class Slot:
             msg = {"op": "eval", "id": req["id"], "subject_dir": subject_dir,
                    "entry": req["entry"], "config": req["config"], "seed": req["seed"],
                    "mode": req["mode"], "framework": req["framework"], "workdir": workdir,
+                   "prune": req.get("prune"),
                    "memory_mb": limits["memory_mb"], "timeout_s": limits["timeout_s"]}
             w.send(msg)
             child = self._started(w, req["id"])
@@ -440,7 +441,8 @@ class Slot:
             if self.netns:
                 argv = ["unshare", "-rn", "--"] + argv
             env = dict(self.env, REPROLAB_WORKDIR=workdir, TMPDIR=workdir,
-                       REPROLAB_MODE=req["mode"])
+                       REPROLAB_MODE=req["mode"],
+                       REPROLAB_PRUNE=json.dumps(req["prune"]) if req.get("prune") else "")
             env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
             output = os.path.join(workdir, "output.log")
             with open(output, "wb") as out:

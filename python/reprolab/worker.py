@@ -9,7 +9,9 @@ Protocol (docs/architecture.md, "Worker protocol"):
   {"ev": "ready", "pid", "python", "torch", "import_s"}.
 * Requests on stdin, one JSON object per line:
   {"op": "eval", "id", "subject_dir", "entry", "config", "seed", "mode", "workdir", "memory_mb",
-   "framework"}
+   "framework", "prune"}  ("prune": null or {"key", "goal", "thresholds"}: in eval mode,
+  reprolab.log_epoch stops the training once the key's best value so far falls behind the
+  epoch's threshold)
   -> fork a child ("framework": "keras" imports Keras on the torch backend in the worker once and
   attaches reprolab's callback to model.fit in the child; see reprolab.keras_fit); {"ev": "started", "id", "pid"}; wait; {"ev": "done", "id", "exit_code", "signal"}.
   {"op": "script", "id", "script", "seed", "out", "paths", "workdir"} -> the same, the child
@@ -24,6 +26,7 @@ Protocol (docs/architecture.md, "Worker protocol"):
                                                    metric is NaN/Inf)
   {"status": "exception", "type", "message", "traceback"}
   {"status": "oom", "type", "message", "traceback"}   (MemoryError / allocator failures)
+  {"status": "pruned", "epoch", "value"}   (stopped by the request's pruner)
 
 Memory: `memory_mb` sets RLIMIT_DATA in the child. That is only a soft cap that makes large
 allocations fail early with a MemoryError; the Rust side's RSS watchdog over the process group is
@@ -205,7 +208,7 @@ def _child_eval(req, workdir):
         sys.argv = [path]
         safe_id = "".join(c if c.isalnum() else "_" for c in str(req["id"]))
         module_name = f"_reprolab_entry_{safe_id}"
-        reprolab._set_run_context(workdir, mode, run_id=req["id"])
+        reprolab._set_run_context(workdir, mode, run_id=req["id"], prune=req.get("prune"))
         if not os.path.isfile(path):
             raise reprolab.ReprolabContractError(
                 f"entry {entry!r}: no file {path} in the subject directory")
@@ -222,6 +225,9 @@ def _child_eval(req, workdir):
             result = fn(req.get("config") or {}, req.get("seed", 0))
         search, holdout, extra = reprolab._validate_result(result)
         record = reprolab._ok_record(search, holdout, extra)
+    except reprolab.TrialPruned as e:
+        # Stopped by the request's pruner at an epoch's end (log_epoch): not a failure.
+        record = reprolab._pruned_record(e)
     except KeyboardInterrupt:
         # interrupted, not a property of the subject: die by SIGINT, write no result (-> crash)
         import signal
@@ -411,6 +417,10 @@ def _check_request(req):
     mem = req.get("memory_mb")
     if mem is not None and (isinstance(mem, bool) or not isinstance(mem, int) or mem < 0):
         return "eval request: memory_mb must be a non-negative integer or null"
+    prune = req.get("prune")
+    if prune is not None and not (isinstance(prune, dict) and isinstance(prune.get("key"), str)
+                                  and isinstance(prune.get("thresholds", []), list)):
+        return "eval request: prune must be null or {\"key\", \"goal\", \"thresholds\"}"
     return None
 
 

@@ -184,6 +184,33 @@ def test_run_script_writes_result(tmp_path, capsys):
     assert reprolab.current_run() is None
 
 
+def _curve_train(config, seed):
+    for epoch, v in enumerate(config["curve"]):
+        reprolab.log_epoch(epoch, val_mse=v)
+    return {"search": config["curve"][-1], "holdout": 0.0}
+
+
+def test_run_script_prunes_by_the_spec_in_its_environment(tmp_path, monkeypatch):
+    # A command subject gets its prune spec in REPROLAB_PRUNE (as the worker gets it in the
+    # request): behind the threshold (min: above it) it ends as pruned at that epoch.
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"curve": [3.0, 2.5, 2.4, 1.0]}))
+    out = tmp_path / "r.json"
+    argv = ["--config", str(cfg), "--out", str(out), "--workdir", str(tmp_path / "w")]
+    monkeypatch.setenv("REPROLAB_PRUNE", json.dumps(
+        {"key": "val_mse", "goal": "min", "thresholds": [None, 2.6, 2.0]}))
+    reprolab.run_script(_curve_train, argv)
+    assert json.loads(out.read_text()) == {"status": "pruned", "epoch": 2, "value": 2.4}
+    assert len(read_epochs(tmp_path / "w")) == 3
+    assert reprolab.current_run() is None
+    # Eval mode only: a trace runs to its end; no spec, no pruning.
+    reprolab.run_script(_curve_train, argv + ["--mode", "trace"])
+    assert json.loads(out.read_text())["search"] == 1.0
+    monkeypatch.setenv("REPROLAB_PRUNE", "")
+    reprolab.run_script(_curve_train, argv)
+    assert json.loads(out.read_text())["search"] == 1.0
+
+
 def test_validate_result_accepts_numeric_scalars():
     s, h, extra = reprolab._validate_result({"search": torch.tensor(0.5), "holdout": np.float32(0.25),
                                              "n": np.int64(3), "arr": np.array([1.0, float("nan")])})

@@ -140,6 +140,17 @@ SUBJECT = textwrap.dedent('''
 
     def train_killed(config, seed):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+    def train_curve(config, seed):
+        # A fixed validation curve, whatever the subject catches: log_epoch's TrialPruned is a
+        # BaseException, so `except Exception` lets it through.
+        for epoch, v in enumerate(config["curve"]):
+            try:
+                reprolab.log_epoch(epoch, loss=1.0 - (v or 0.0), val_acc=v)
+            except Exception:
+                pass
+        return {"search": config["curve"][-1], "holdout": 0.0, "epochs_run": len(config["curve"])}
 ''')
 
 
@@ -382,6 +393,47 @@ def test_unknown_framework_is_refused(ready, tmp_path):
     assert ev["ev"] == "error" and ev["id"] == "fw" and "framework" in ev["message"]
 
 
+def run_curve(worker, subject, tmp_path, curve, prune, mode="eval"):
+    return run_eval(worker, subject, tmp_path, func="train_curve", mode=mode,
+                    config={"curve": curve}, prune=prune)
+
+
+def test_a_training_behind_its_threshold_ends_pruned_at_that_epoch(ready, subject, tmp_path):
+    spec = {"key": "val_acc", "goal": "max", "thresholds": [None, 0.5, 0.7, 0.8]}
+    # Best so far 0.6 >= 0.5 at epoch 1, 0.6 < 0.7 at epoch 2: pruned there, after logging it.
+    r = run_curve(ready, subject, tmp_path, [0.2, 0.6, 0.4, 0.9, 0.95], spec)
+    assert r.done["exit_code"] == 0
+    assert r.result == {"status": "pruned", "epoch": 2, "value": 0.6}
+    assert [e["epoch"] for e in r.epochs] == [0, 1, 2]
+    # Ahead of every threshold (the best so far counts): it runs to its end.
+    r = run_curve(ready, subject, tmp_path, [0.9, 0.1, 0.1, 0.1, 0.3], spec)
+    assert r.result["status"] == "ok" and r.result["extra"]["epochs_run"] == 5
+    # Past the last threshold nothing is checked.
+    r = run_curve(ready, subject, tmp_path, [0.9, 0.9, 0.9, 0.9, 0.0], spec)
+    assert r.result["status"] == "ok"
+    # Goal min: above the threshold is behind.
+    low = {"key": "val_acc", "goal": "min", "thresholds": [0.5]}
+    assert run_curve(ready, subject, tmp_path, [0.6, 0.1], low).result == {
+        "status": "pruned", "epoch": 0, "value": 0.6}
+    # No finite value yet at a checked epoch: pruned with value null.
+    r = run_curve(ready, subject, tmp_path, [None, None], {**spec, "thresholds": [None, 0.1]})
+    assert r.result == {"status": "pruned", "epoch": 1, "value": None}
+    # A key the training does not log is never checked; no spec, or a trace, never prunes.
+    r = run_curve(ready, subject, tmp_path, [0.0, 0.0], {**spec, "key": "val_mse"})
+    assert r.result["status"] == "ok"
+    assert run_curve(ready, subject, tmp_path, [0.0, 0.0], None).result["status"] == "ok"
+    assert run_curve(ready, subject, tmp_path, [0.0, 0.0], spec, mode="trace").result["status"] == "ok"
+
+
+def test_a_malformed_prune_spec_is_refused(ready, subject, tmp_path):
+    ready.send({"op": "eval", "id": "badprune", "subject_dir": str(subject),
+                "entry": "train.py:train_curve", "config": {"curve": [0.1]}, "seed": 1,
+                "mode": "eval", "workdir": str(tmp_path / "bp"), "prune": [0.5]})
+    ev = ready.event()
+    assert ev["ev"] == "error" and "prune" in ev["message"]
+
+
 def test_shutdown(ready):
     ready.send({"op": "shutdown"})
     assert ready.proc.wait(timeout=60) == 0
+

@@ -55,6 +55,10 @@ pub struct Row {
     pub gt_changed: usize,
     pub aj: Option<f64>,
     pub trials: usize,
+    /// Trials the search's pruner stopped early (included in `trials`); 0 in rows written
+    /// before pruning existed (and left out of the line when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pruned: usize,
     pub spent_s: f64,
     /// The time budget in seconds (the multiple times the larger of the faulty and the default
     /// config's training time); `None` for a trial budget or in rows written before it existed.
@@ -78,6 +82,10 @@ pub struct Row {
     pub history: Vec<[f64; 2]>,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// What one repair of a cell produced, as the row needs it.
 #[derive(Debug, Clone, Copy)]
 pub struct RepairOutcome<'a> {
@@ -87,6 +95,8 @@ pub struct RepairOutcome<'a> {
     /// The holdout mean of the faulty config (the validation's when there is one).
     pub faulty_mean: f64,
     pub trials: usize,
+    /// Trials stopped early by the pruner.
+    pub pruned: usize,
     pub spent_s: f64,
     /// The time budget in seconds (`None` for a trial budget).
     pub budget_s: Option<f64>,
@@ -127,6 +137,7 @@ impl Row {
                 None => None,
             },
             trials: out.trials,
+            pruned: out.pruned,
             spent_s: out.spent_s,
             budget_s: out.budget_s,
             min_changed: out.minimized.map(|(c, _)| c),

@@ -38,7 +38,7 @@ pub use manifest::{
     Dataset, Entry, Fix, Framework, Goal, Limits, MANIFEST_FILE, Metric, PLACEHOLDERS, Subject,
     Task, TemplateError, expand_command,
 };
-pub use outcome::{Outcome, Split};
+pub use outcome::{Outcome, PruneSpec, Split};
 pub use program::{ProgramError, ProgramView};
 pub use space::{ConfigIssue, ConfigIssueKind, Param, ParamKind, SearchSpace};
 pub use suspect::{Suspect, THRESHOLD};

@@ -35,6 +35,41 @@ pub enum Outcome {
     },
     /// reprolab itself (the worker, the environment) failed; not the subject's fault.
     Infra { message: String },
+    /// The training was stopped early by a pruner: at `epoch` (0-based, the position of the
+    /// `log_epoch` call) its best value of the pruned metric so far, `value` (`None`: not
+    /// finite), was worse than the request's threshold (see [`PruneSpec`]). Not a result: it has
+    /// no metric, so it is never a search's best, a patch or evidence of a repair.
+    Pruned { epoch: u64, value: Option<f64> },
+}
+
+/// What a pruned training checks at each epoch: the per-epoch record's `key` (e.g. `val_acc`)
+/// against `thresholds[epoch]` (the position of the `log_epoch` call; `None` or past the end:
+/// no check). The training stops with [`Outcome::Pruned`] at the first epoch whose best value
+/// so far (goal-aware; a key that is present but not finite counts as worst) is worse than the
+/// threshold. Computed by a search's pruner from the trials already finished; part of the cache
+/// key when present.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PruneSpec {
+    pub key: String,
+    pub goal: crate::Goal,
+    pub thresholds: Vec<Option<f64>>,
+}
+
+impl PruneSpec {
+    /// Whether the spec can prune at all (some threshold is set).
+    pub fn is_active(&self) -> bool {
+        self.thresholds.iter().any(Option::is_some)
+    }
+
+    /// The per-epoch record key the pruner watches for a subject's metric: `val_acc` for
+    /// `accuracy` (reprolab's short name, as `log_epoch` and the Keras callback write it),
+    /// `val_<name>` otherwise (`val_mse`).
+    pub fn key_for_metric(metric: &str) -> String {
+        match metric {
+            "accuracy" | "acc" => "val_acc".into(),
+            m => format!("val_{m}"),
+        }
+    }
 }
 
 impl Outcome {
@@ -49,6 +84,7 @@ impl Outcome {
             Outcome::OutputLimit { .. } => "output_limit",
             Outcome::Crash { .. } => "crash",
             Outcome::Infra { .. } => "infra",
+            Outcome::Pruned { .. } => "pruned",
         }
     }
 
@@ -60,7 +96,10 @@ impl Outcome {
     pub fn is_cacheable(&self) -> bool {
         matches!(
             self,
-            Outcome::Ok { .. } | Outcome::Nan { .. } | Outcome::Exception { .. }
+            Outcome::Ok { .. }
+                | Outcome::Nan { .. }
+                | Outcome::Exception { .. }
+                | Outcome::Pruned { .. }
         )
     }
 
@@ -107,6 +146,10 @@ impl Outcome {
                 _ => format!("crash: {detail}"),
             },
             Outcome::Infra { message } => format!("infra: {message}"),
+            Outcome::Pruned { epoch, value } => match value {
+                Some(v) => format!("pruned at epoch {epoch} (best so far {v:.4})"),
+                None => format!("pruned at epoch {epoch} (no finite value)"),
+            },
         }
     }
 }
@@ -159,6 +202,16 @@ mod tests {
             .is_cacheable()
         );
         assert!(!Outcome::Timeout { limit_s: 1.0 }.is_cacheable());
+        // Cached under its own key (the thresholds are part of it): deterministic too.
+        let pruned = Outcome::Pruned {
+            epoch: 3,
+            value: Some(0.4),
+        };
+        assert!(pruned.is_cacheable());
+        assert_eq!(pruned.metric(Split::Search), None);
+        let j = serde_json::to_value(&pruned).unwrap();
+        assert_eq!(j["status"], "pruned");
+        assert_eq!(serde_json::from_value::<Outcome>(j).unwrap(), pruned);
         assert!(
             !Outcome::Infra {
                 message: String::new()

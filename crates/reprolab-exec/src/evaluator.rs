@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use reprolab_core::manifest::{Config, Subject};
+use reprolab_core::{Outcome, PruneSpec};
 use reprolab_store::{EvaluationRecord, Store, StoreError};
 use sha2::{Digest, Sha256};
 use tokio::task::JoinSet;
@@ -83,14 +84,33 @@ impl Evaluator {
 
     /// The cache key of one evaluation.
     pub fn cache_key(&self, source_hash: &str, config: &Config, seed: u64, mode: Mode) -> String {
+        self.cache_key_pruned(source_hash, config, seed, mode, None)
+    }
+
+    /// The cache key of one evaluation under a pruner: the plain key without one (or with one
+    /// that sets no threshold), a key of its own with one, so that a request without
+    /// thresholds never gets a pruned result, nor one with other thresholds.
+    pub fn cache_key_pruned(
+        &self,
+        source_hash: &str,
+        config: &Config,
+        seed: u64,
+        mode: Mode,
+        prune: Option<&PruneSpec>,
+    ) -> String {
+        let prune = prune.filter(|p| p.is_active()).map(|p| {
+            format!(
+                "prune:{}",
+                serde_json::to_string(p).expect("a prune spec serialises")
+            )
+        });
+        let (config, seed) = (config.canonical_json(), seed.to_string());
+        let mut parts = vec![source_hash, &config, &seed, mode.as_str(), &self.env.id];
+        if let Some(p) = &prune {
+            parts.push(p);
+        }
         let mut h = Sha256::new();
-        for part in [
-            source_hash,
-            &config.canonical_json(),
-            &seed.to_string(),
-            mode.as_str(),
-            &self.env.id,
-        ] {
+        for part in parts {
             h.update((part.len() as u64).to_le_bytes());
             h.update(part.as_bytes());
         }
@@ -107,6 +127,27 @@ impl Evaluator {
         mode: Mode,
         on_done: &mut dyn FnMut(&Evaluation),
     ) -> Result<Vec<Evaluation>, EvalError> {
+        self.run_pruned(subject, config, seeds, mode, None, on_done)
+            .await
+    }
+
+    /// [`run`](Evaluator::run) with in-training pruning (eval mode; ignored in trace mode): a
+    /// training whose per-epoch values fall behind `prune`'s thresholds ends as
+    /// `Outcome::Pruned`. Cached under its own key ([`cache_key_pruned`]); a training that ran
+    /// to its end despite the thresholds is the same training as without them, so it is stored
+    /// under the plain key too.
+    ///
+    /// [`cache_key_pruned`]: Evaluator::cache_key_pruned
+    pub async fn run_pruned(
+        &self,
+        subject: &Subject,
+        config: &Config,
+        seeds: &[u64],
+        mode: Mode,
+        prune: Option<&PruneSpec>,
+        on_done: &mut dyn FnMut(&Evaluation),
+    ) -> Result<Vec<Evaluation>, EvalError> {
+        let prune = prune.filter(|p| mode == Mode::Eval && p.is_active());
         let source_hash = subject.source_hash().map_err(|e| EvalError::Source {
             dir: subject.dir.display().to_string(),
             source: e,
@@ -114,7 +155,7 @@ impl Evaluator {
         let mut results: Vec<Option<Evaluation>> = vec![None; seeds.len()];
         let mut tasks = JoinSet::new();
         for (i, &seed) in seeds.iter().enumerate() {
-            let key = self.cache_key(&source_hash, config, seed, mode);
+            let key = self.cache_key_pruned(&source_hash, config, seed, mode, prune);
             if self.read_cache {
                 let hit = match self.store.lock().unwrap().get_evaluation(&key) {
                     // A damaged row is a cache miss: retrained, and replaced when stored.
@@ -143,6 +184,7 @@ impl Evaluator {
                 seed,
                 mode,
                 limits: subject.limits,
+                prune: prune.cloned(),
             };
             tasks.spawn(async move { (i, key, seed, executor.run(request).await) });
         }
@@ -162,6 +204,13 @@ impl Evaluator {
             };
             // Stored the moment it finishes: a kill after this line loses nothing.
             self.store.lock().unwrap().put_evaluation(&record)?;
+            if prune.is_some() && record.outcome.is_cacheable() && !is_pruned(&record.outcome) {
+                let plain = EvaluationRecord {
+                    key: self.cache_key(&source_hash, config, seed, mode),
+                    ..record.clone()
+                };
+                self.store.lock().unwrap().put_evaluation(&plain)?;
+            }
             let e = Evaluation {
                 record,
                 cached: false,
@@ -179,6 +228,10 @@ impl Evaluator {
     pub async fn shutdown(self) {
         self.executor.shutdown().await;
     }
+}
+
+fn is_pruned(o: &Outcome) -> bool {
+    matches!(o, Outcome::Pruned { .. })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -202,7 +255,8 @@ mod tests {
     use reprolab_core::Outcome;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    /// An executor that trains nothing: metric = seed / 100, counting the requests it gets.
+    /// An executor that trains nothing: metric = seed / 100, counting the requests it gets; a
+    /// request with thresholds is pruned at epoch 1 when its seed is odd.
     struct Arithmetic(AtomicUsize);
 
     #[async_trait::async_trait]
@@ -211,9 +265,15 @@ mod tests {
             self.0.fetch_add(1, Ordering::Relaxed);
             let x = request.seed as f64 / 100.0;
             Finished {
-                outcome: Outcome::Ok {
-                    search: x,
-                    holdout: x,
+                outcome: match &request.prune {
+                    Some(_) if request.seed % 2 == 1 => Outcome::Pruned {
+                        epoch: 1,
+                        value: Some(x),
+                    },
+                    _ => Outcome::Ok {
+                        search: x,
+                        holdout: x,
+                    },
                 },
                 epochs: Vec::new(),
                 output_tail: String::new(),
@@ -274,5 +334,98 @@ mod tests {
             3,
             "the second round came from the store"
         );
+    }
+
+    #[tokio::test]
+    async fn a_pruned_result_is_cached_under_its_own_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let subject = Subject::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../subjects/cancer-binary"),
+        )
+        .unwrap();
+        let env = PythonEnv {
+            python: "python3".into(),
+            root: None,
+            python_version: "3.11".into(),
+            pythonpath: None,
+            id: "test".into(),
+        };
+        let executor = Arc::new(Arithmetic(AtomicUsize::new(0)));
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        let ev = Evaluator::with_executor(executor.clone(), env, store, true);
+        let spec = PruneSpec {
+            key: "val_acc".into(),
+            goal: reprolab_core::Goal::Max,
+            thresholds: vec![None, Some(0.5)],
+        };
+        let kinds = |evals: &[Evaluation]| -> Vec<&'static str> {
+            evals.iter().map(|e| e.record.outcome.kind()).collect()
+        };
+        let pruned = ev
+            .run_pruned(
+                &subject,
+                &subject.config,
+                &[1, 2],
+                Mode::Eval,
+                Some(&spec),
+                &mut |_| {},
+            )
+            .await
+            .unwrap();
+        assert_eq!(kinds(&pruned), ["pruned", "ok"]);
+        assert_eq!(executor.0.load(Ordering::Relaxed), 2);
+        // Without thresholds: seed 1 is trained again (a pruned result is not a result), seed 2
+        // ran to its end under the thresholds, which is the same training: cached.
+        let plain = ev
+            .run(&subject, &subject.config, &[1, 2], Mode::Eval, &mut |_| {})
+            .await
+            .unwrap();
+        assert_eq!(kinds(&plain), ["ok", "ok"]);
+        assert!(!plain[0].cached && plain[1].cached);
+        assert_eq!(executor.0.load(Ordering::Relaxed), 3);
+        // The same thresholds again: both from the cache, seed 1 still pruned.
+        let again = ev
+            .run_pruned(
+                &subject,
+                &subject.config,
+                &[1, 2],
+                Mode::Eval,
+                Some(&spec),
+                &mut |_| {},
+            )
+            .await
+            .unwrap();
+        assert_eq!(kinds(&again), ["pruned", "ok"]);
+        assert!(again.iter().all(|e| e.cached));
+        // Other thresholds, or a trace: keys of their own / no pruning.
+        let other = PruneSpec {
+            thresholds: vec![None, Some(0.6)],
+            ..spec.clone()
+        };
+        let src = subject.source_hash().unwrap();
+        assert_ne!(
+            ev.cache_key_pruned(&src, &subject.config, 1, Mode::Eval, Some(&spec)),
+            ev.cache_key_pruned(&src, &subject.config, 1, Mode::Eval, Some(&other))
+        );
+        let inactive = PruneSpec {
+            thresholds: vec![None],
+            ..spec.clone()
+        };
+        assert_eq!(
+            ev.cache_key_pruned(&src, &subject.config, 1, Mode::Eval, Some(&inactive)),
+            ev.cache_key(&src, &subject.config, 1, Mode::Eval)
+        );
+        let traced = ev
+            .run_pruned(
+                &subject,
+                &subject.config,
+                &[3],
+                Mode::Trace,
+                Some(&spec),
+                &mut |_| {},
+            )
+            .await
+            .unwrap();
+        assert_eq!(kinds(&traced), ["ok"], "a trace is never pruned");
     }
 }

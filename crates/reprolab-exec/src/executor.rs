@@ -32,6 +32,9 @@ pub struct EvalRequest {
     pub seed: u64,
     pub mode: Mode,
     pub limits: Limits,
+    /// In-training pruning: the training stops with `Outcome::Pruned` at the first epoch whose
+    /// value falls behind the spec's threshold (eval mode only; `None`: it trains to its end).
+    pub prune: Option<reprolab_core::PruneSpec>,
 }
 
 /// Runs evaluations. Every failure of the subject or of the machinery is a [`Finished`] with
@@ -108,6 +111,7 @@ impl LocalExecutor {
                     request.seed,
                     request.mode,
                     &request.limits,
+                    request.prune.as_ref(),
                     w.path(),
                 )
                 .await
@@ -130,6 +134,7 @@ impl Executor for LocalExecutor {
                     seed: request.seed,
                     mode: request.mode,
                     limits: request.limits,
+                    prune: request.prune.clone(),
                 };
                 self.pool().await.eval(job).await
             }

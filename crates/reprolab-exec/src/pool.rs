@@ -26,6 +26,7 @@ pub struct Job {
     pub seed: u64,
     pub mode: Mode,
     pub limits: Limits,
+    pub prune: Option<reprolab_core::PruneSpec>,
 }
 
 /// A bug-reproduction script for the pool: run once by `reprolab.repro` in a forked child of a
@@ -305,6 +306,7 @@ async fn run_with_retry(
                     seed: job.seed,
                     mode: job.mode,
                     limits: &job.limits,
+                    prune: job.prune.as_ref(),
                 };
                 w.run(&req, workdir).await.map(Done::Eval)
             }

@@ -394,7 +394,8 @@ impl Executor for RayExecutor {
             "op": "eval", "subject_dir": request.subject_dir, "entry": entry,
             "command": command,
             "config": request.config, "seed": request.seed, "mode": request.mode,
-            "framework": request.framework, "limits": limits_json(&request.limits),
+            "framework": request.framework, "prune": request.prune,
+            "limits": limits_json(&request.limits),
         });
         match self.ask(msg).await {
             Ok(ev) => self.finish(&ev, &request.limits),

@@ -113,6 +113,11 @@ fn from_result_file(path: &Path, exit: Exit, limits: &Limits, peak: u64, tail: &
             message: v["message"].as_str().unwrap_or("").to_string(),
             traceback: v["traceback"].as_str().unwrap_or("").to_string(),
         },
+        // The training was stopped by its pruner (reprolab.log_epoch, see PruneSpec).
+        Some("pruned") => Outcome::Pruned {
+            epoch: v["epoch"].as_u64().unwrap_or(0),
+            value: metric("value").filter(|x| x.is_finite()),
+        },
         Some("oom") => Outcome::Oom {
             limit_mb: limits.memory_mb,
             peak_mb: peak,

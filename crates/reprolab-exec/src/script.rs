@@ -62,6 +62,7 @@ pub async fn run_command(
     seed: u64,
     mode: Mode,
     limits: &Limits,
+    prune: Option<&reprolab_core::PruneSpec>,
     workdir: &Path,
 ) -> Finished {
     let config_path = workdir.join("config.json");
@@ -83,13 +84,20 @@ pub async fn run_command(
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_else(|| "eval".into());
+    let prune_env = prune
+        .and_then(|p| serde_json::to_string(p).ok())
+        .unwrap_or_default();
     let run = match run_confined(
         env,
         &["sh".into(), "-c".into(), line.clone().into()],
         subject_dir,
         workdir,
         limits,
-        &[("REPROLAB_MODE", mode_env.as_str())],
+        &[
+            ("REPROLAB_MODE", mode_env.as_str()),
+            // `reprolab.run_script` reads it (as the worker reads a request's `prune`).
+            ("REPROLAB_PRUNE", prune_env.as_str()),
+        ],
     )
     .await
     {

@@ -6,8 +6,8 @@
 
 use std::cell::Cell;
 
-use reprolab_core::Split;
 use reprolab_core::manifest::{Config, Subject};
+use reprolab_core::{PruneSpec, Split};
 
 use crate::{EvalError, Evaluation, Evaluator, Mode};
 
@@ -56,6 +56,17 @@ impl<'a> SubjectTrainer<'a> {
         seeds: &[u64],
         mode: Mode,
     ) -> Result<Vec<Evaluation>, EvalError> {
+        self.run_pruned(config, seeds, mode, None).await
+    }
+
+    /// [`run`](SubjectTrainer::run) with in-training pruning (see [`Evaluator::run_pruned`]).
+    pub async fn run_pruned(
+        &self,
+        config: &Config,
+        seeds: &[u64],
+        mode: Mode,
+        prune: Option<&PruneSpec>,
+    ) -> Result<Vec<Evaluation>, EvalError> {
         let mut on_done = |e: &Evaluation| {
             let counter = if e.cached {
                 &self.cached
@@ -67,8 +78,43 @@ impl<'a> SubjectTrainer<'a> {
         };
         (self.progress)(Progress::Queued(seeds.len() as u64));
         self.ev
-            .run(self.subject, config, seeds, mode, &mut on_done)
+            .run_pruned(self.subject, config, seeds, mode, prune, &mut on_done)
             .await
+    }
+
+    /// One training on the search pruned by `thresholds` (empty: never) on the subject's
+    /// per-epoch key of its metric ([`PruneSpec::key_for_metric`]), with `epochs` as in
+    /// [`timed_metrics`](SubjectTrainer::timed_metrics). Returns the evaluation and its curve:
+    /// that key's value per epoch record (`None` where missing or not finite).
+    pub async fn pruned_metric(
+        &self,
+        config: &Config,
+        seed: u64,
+        epochs: Option<u64>,
+        thresholds: &[Option<f64>],
+    ) -> Result<(Evaluation, Vec<Option<f64>>), EvalError> {
+        let config = with_epochs(config, epochs);
+        let spec = PruneSpec {
+            key: PruneSpec::key_for_metric(&self.subject.metric.name),
+            goal: self.subject.metric.goal,
+            thresholds: thresholds.to_vec(),
+        };
+        let e = self
+            .run_pruned(&config, &[seed], Mode::Eval, Some(&spec))
+            .await?
+            .pop()
+            .ok_or_else(|| EvalError::Task("the training returned nothing".into()))?;
+        let curve = e
+            .record
+            .epochs
+            .iter()
+            .map(|r| {
+                r.get(&spec.key)
+                    .and_then(|v| v.as_f64())
+                    .filter(|v| v.is_finite())
+            })
+            .collect();
+        Ok((e, curve))
     }
 
     /// The metric on `split` of each seed's training (`None` for a failed one).

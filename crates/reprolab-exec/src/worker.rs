@@ -41,6 +41,8 @@ pub struct Request<'a> {
     pub seed: u64,
     pub mode: Mode,
     pub limits: &'a Limits,
+    /// In-training pruning (eval mode): `reprolab.log_epoch` checks each epoch against it.
+    pub prune: Option<&'a reprolab_core::PruneSpec>,
 }
 
 pub struct Worker {
@@ -345,6 +347,7 @@ impl Worker {
             "op": "eval", "id": req.id, "subject_dir": req.subject_dir, "entry": req.entry,
             "config": req.config, "seed": req.seed, "mode": req.mode, "workdir": workdir,
             "memory_mb": req.limits.memory_mb, "framework": req.framework,
+            "prune": req.prune,
         });
         let forked = self
             .run_forked(&msg, req.id, req.limits, &workdir.join("output.log"))

@@ -72,6 +72,16 @@ pub struct RepairSpec {
     /// The model of the LLM engines, and how they ask it.
     pub llm: Option<Arc<dyn ChatModel>>,
     pub llm_options: LlmRepairOptions,
+    /// In-training pruning of the search's trials (`random`, `tpe` and `bohb`; the other
+    /// engines train every trial to its end). Validation and minimisation never prune.
+    pub prune: Option<search::PercentilePruner>,
+}
+
+impl Engine {
+    /// Whether the engine's search prunes trials when asked to (`RepairSpec::prune`).
+    pub fn prunes(self) -> bool {
+        matches!(self, Engine::Random | Engine::Tpe | Engine::Bohb)
+    }
 }
 
 /// The budget a repair had, in the units people read: the multiple, and the seconds and
@@ -323,6 +333,7 @@ pub async fn repair<O: Objective>(
         stop_at: spec.stop_at,
         parallel: spec.parallel,
         time_ref_s: Some(time_ref_s),
+        prune: spec.prune.filter(|_| spec.engine.prunes()),
     };
     let mut llm = None;
     let (search, rules) = match spec.engine {

@@ -6,6 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::SearchError;
+use crate::pruner::PercentilePruner;
 
 /// How much a search may train.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -90,6 +91,11 @@ pub struct SearchSettings {
     /// duration of trial 0 (the faulty config's search training). A repair passes the larger
     /// of the faulty config's and the default config's mean training time (the budget's floor).
     pub time_ref_s: Option<f64>,
+    /// In-training pruning: trials stop early when their per-epoch values fall behind the
+    /// finished trials' (see [`PercentilePruner`]); `None`: every trial trains to its end.
+    /// Applied by every engine that trains through [`Study::evaluate`](crate::Study::evaluate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prune: Option<PercentilePruner>,
 }
 
 impl Default for SearchSettings {
@@ -100,6 +106,7 @@ impl Default for SearchSettings {
             stop_at: None,
             parallel: 1,
             time_ref_s: None,
+            prune: None,
         }
     }
 }
@@ -118,6 +125,14 @@ impl SearchSettings {
         {
             return Err(SearchError::Settings(format!(
                 "time_ref_s = {t}: expected a positive number of seconds"
+            )));
+        }
+        if let Some(p) = &self.prune
+            && !(p.percentile.is_finite() && (0.0..=100.0).contains(&p.percentile))
+        {
+            return Err(SearchError::Settings(format!(
+                "pruner percentile {}: expected 0 to 100",
+                p.percentile
             )));
         }
         if self.stop_at.is_some_and(|x| !x.is_finite()) {

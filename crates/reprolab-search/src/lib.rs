@@ -45,7 +45,7 @@ use serde::{Deserialize, Serialize};
 
 pub use bohb::{BohbOptions, bohb, bohb_with};
 pub use budget::{Budget, SearchSettings};
-pub use pruner::{Pruner, SuccessiveHalving};
+pub use pruner::{PercentilePruner, Pruner, SuccessiveHalving, prune_at};
 pub use sampler::{RandomSampler, Sampler};
 pub use space::apply_patch;
 pub use study::{SearchResult, Stop, Study, pick_best, search};
@@ -80,6 +80,56 @@ pub trait Objective {
     /// One instrumented training of `config` with `seed`: the per-epoch trace records and
     /// whether the training finished.
     fn trace(&self, config: &Config, seed: u64) -> impl Future<Output = Result<Trace, String>>;
+
+    /// One training of `config` with `seed`, as [`evaluate`](Objective::evaluate), that stops
+    /// early when its per-epoch values of the searched metric fall behind `thresholds` (the rule
+    /// of [`prune_at`]; empty: never), and returns its curve (the per-epoch values, for the
+    /// pruner's next thresholds). The default trains fully and reports no curve: an objective
+    /// without per-epoch values is never pruned.
+    fn evaluate_pruned(
+        &self,
+        config: &Config,
+        seed: u64,
+        split: Split,
+        epochs: Option<u64>,
+        thresholds: &[Option<f64>],
+    ) -> impl Future<Output = Result<Evaluated, String>> {
+        let _ = thresholds;
+        async move {
+            let runs = self.evaluate(config, &[seed], split, epochs).await?;
+            let (value, duration_s) = runs
+                .first()
+                .copied()
+                .ok_or_else(|| "the objective returned no result for a seed".to_string())?;
+            Ok(Evaluated {
+                value,
+                duration_s,
+                curve: Vec::new(),
+                pruned: None,
+            })
+        }
+    }
+}
+
+/// One training as [`Objective::evaluate_pruned`] returns it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Evaluated {
+    /// The metric on the split; `None` when the training failed or was pruned.
+    pub value: Option<f64>,
+    /// Seconds it trained (up to the epoch it was pruned at).
+    pub duration_s: f64,
+    /// Its per-epoch values of the searched metric (`None`: not finite), as far as it trained.
+    pub curve: Vec<Option<f64>>,
+    /// Where it was pruned, when it was.
+    pub pruned: Option<PrunedAt>,
+}
+
+/// Where a training was pruned: the epoch (0-based) and its best value so far.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PrunedAt {
+    pub epoch: u64,
+    #[serde(default, with = "fnum::opt_float")]
+    pub value: Option<f64>,
 }
 
 /// One evaluated configuration of a search.
@@ -100,6 +150,14 @@ pub struct Trial {
     pub epochs: Option<u64>,
     /// The training seed: `settings.seed * 1000 + number`.
     pub seed: u64,
+    /// Stopped early by the study's pruner (its `value` is then `None`: a pruned trial is never
+    /// a best, a patch or evidence of a repair).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pruned: Option<PrunedAt>,
+    /// Its per-epoch values of the searched metric, when the objective reported them (the
+    /// pruner's input; not serialised).
+    #[serde(skip)]
+    pub curve: Vec<Option<f64>>,
 }
 
 impl Trial {

@@ -3,10 +3,18 @@
 //! reported at that step whether this one goes on. BOHB prunes at its rungs with
 //! [`SuccessiveHalving`]; an objective that reports per-epoch values can ask the same trait in
 //! the middle of a training.
+//!
+//! In-training pruning ([`PercentilePruner`], Optuna's `PercentilePruner` / `MedianPruner`):
+//! before a trial starts, the study computes per-epoch [`thresholds`](PercentilePruner::thresholds)
+//! from the curves of the trials already finished, and the training itself (reprolab's Python
+//! side, at each `log_epoch`) stops as soon as its best value so far is worse than the
+//! threshold of that epoch ([`prune_at`] is the rule). Execution stays one request → one
+//! outcome: nothing streams back while a training runs.
 
 use std::cmp::Ordering;
 
 use reprolab_core::Goal;
+use serde::{Deserialize, Serialize};
 
 /// Decides from intermediate values whether a trial stops.
 pub trait Pruner {
@@ -45,6 +53,108 @@ impl Pruner for SuccessiveHalving {
     }
 }
 
+/// Optuna's `PercentilePruner` (with `percentile = 50`: its `MedianPruner`) as per-epoch
+/// thresholds. A trial is pruned at epoch `e` when its best intermediate value so far is worse
+/// than the `percentile`-th best of the values the finished trials reported at `e`, provided
+///
+/// * at least `n_startup_trials` trials have finished (completed: neither failed nor pruned;
+///   failed and pruned trials never count, as in Optuna, which uses `COMPLETE` trials only),
+/// * `e >= n_warmup_steps`,
+/// * at least `n_min_trials` finished trials reported a finite value at `e`.
+///
+/// "Worse than the `p`-th best": for goal `max` below the `100 − p` percentile of the values,
+/// for `min` above the `p` percentile (linear interpolation, numpy's default).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PercentilePruner {
+    /// 50 = the median pruner; 25 keeps only trials among the best quarter.
+    pub percentile: f64,
+    pub n_startup_trials: usize,
+    pub n_warmup_steps: u64,
+    pub n_min_trials: usize,
+}
+
+impl PercentilePruner {
+    /// Optuna's `MedianPruner()` defaults: 5 startup trials, no warm-up, 1 trial per step.
+    pub fn median() -> Self {
+        PercentilePruner {
+            percentile: 50.0,
+            n_startup_trials: 5,
+            n_warmup_steps: 0,
+            n_min_trials: 1,
+        }
+    }
+
+    /// Per-epoch thresholds from the finished trials' curves (`curves[i][e]`: trial `i`'s value
+    /// at epoch `e`, `None` when not finite). Only completed trials may be passed. `None` at an
+    /// epoch: no pruning there. Trailing `None`s are cut.
+    pub fn thresholds(&self, goal: Goal, curves: &[&[Option<f64>]]) -> Vec<Option<f64>> {
+        if curves.len() < self.n_startup_trials.max(1) {
+            return Vec::new();
+        }
+        let steps = curves.iter().map(|c| c.len()).max().unwrap_or(0);
+        let q = match goal {
+            Goal::Max => 100.0 - self.percentile,
+            Goal::Min => self.percentile,
+        }
+        .clamp(0.0, 100.0);
+        let mut out: Vec<Option<f64>> = (0..steps)
+            .map(|e| {
+                if (e as u64) < self.n_warmup_steps {
+                    return None;
+                }
+                let mut vals: Vec<f64> = curves
+                    .iter()
+                    .filter_map(|c| c.get(e).copied().flatten())
+                    .filter(|v| v.is_finite())
+                    .collect();
+                if vals.is_empty() || vals.len() < self.n_min_trials {
+                    return None;
+                }
+                vals.sort_by(f64::total_cmp);
+                Some(percentile(&vals, q))
+            })
+            .collect();
+        while out.last().is_some_and(Option::is_none) {
+            out.pop();
+        }
+        out
+    }
+}
+
+/// The `q`-th percentile (0–100) of sorted, non-empty `v`, interpolated linearly.
+fn percentile(v: &[f64], q: f64) -> f64 {
+    let pos = q / 100.0 * (v.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
+}
+
+/// The rule a training applies at each epoch (reprolab's Python side, `log_epoch`, does the
+/// same): the first epoch `e` with a threshold at which the best value so far (`None` values
+/// are worst) is worse than `thresholds[e]`, with that best value. `None`: it runs to the end.
+pub fn prune_at(
+    goal: Goal,
+    thresholds: &[Option<f64>],
+    curve: &[Option<f64>],
+) -> Option<(usize, Option<f64>)> {
+    let mut best: Option<f64> = None;
+    for (e, v) in curve.iter().enumerate() {
+        if let Some(v) = v.filter(|v| v.is_finite()) {
+            best = Some(best.map_or(v, |b| goal.best(b, v)));
+        }
+        if let Some(Some(t)) = thresholds.get(e) {
+            let worse = match best {
+                Some(b) => goal.better(*t, b),
+                None => true,
+            };
+            if worse {
+                return Some((e, best));
+            }
+        }
+    }
+    None
+}
+
 /// Better values first, failed trainings (`None`) last.
 pub fn rank(goal: Goal, a: Option<f64>, b: Option<f64>) -> Ordering {
     match (a, b) {
@@ -59,6 +169,87 @@ pub fn rank(goal: Goal, a: Option<f64>, b: Option<f64>) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn c(v: &[f64]) -> Vec<Option<f64>> {
+        v.iter().map(|x| Some(*x)).collect()
+    }
+
+    #[test]
+    fn median_thresholds_follow_optuna() {
+        let p = PercentilePruner {
+            n_startup_trials: 3,
+            ..PercentilePruner::median()
+        };
+        let a = c(&[0.1, 0.5, 0.7]);
+        let b = c(&[0.3, 0.6, 0.8]);
+        let d = c(&[0.2, 0.4]);
+        // Fewer finished trials than n_startup_trials: no pruning at all.
+        assert!(p.thresholds(Goal::Max, &[&a, &b]).is_empty());
+        // The median of what the finished trials reported at each epoch.
+        let t = p.thresholds(Goal::Max, &[&a, &b, &d]);
+        assert_eq!(t.len(), 3);
+        assert!((t[0].unwrap() - 0.2).abs() < 1e-12);
+        assert!((t[1].unwrap() - 0.5).abs() < 1e-12);
+        assert!(
+            (t[2].unwrap() - 0.75).abs() < 1e-12,
+            "two values: interpolated"
+        );
+        // The goal does not change a median…
+        assert_eq!(p.thresholds(Goal::Min, &[&a, &b, &d]), t);
+        // …but it does a percentile: the 25th best is the 75th percentile for max and the
+        // 25th for min.
+        let q = PercentilePruner {
+            percentile: 25.0,
+            ..p
+        };
+        let four = [c(&[1.0]), c(&[2.0]), c(&[3.0]), c(&[4.0])];
+        let refs: Vec<&[Option<f64>]> = four.iter().map(Vec::as_slice).collect();
+        assert_eq!(q.thresholds(Goal::Max, &refs), vec![Some(3.25)]);
+        assert_eq!(q.thresholds(Goal::Min, &refs), vec![Some(1.75)]);
+        // Warm-up steps are never pruned; n_min_trials asks for that many values at a step.
+        let w = PercentilePruner {
+            n_warmup_steps: 2,
+            ..p
+        };
+        assert_eq!(w.thresholds(Goal::Max, &[&a, &b, &d])[..2], [None, None]);
+        let m = PercentilePruner {
+            n_min_trials: 3,
+            ..p
+        };
+        assert_eq!(
+            m.thresholds(Goal::Max, &[&a, &b, &d]),
+            vec![Some(0.2), Some(0.5)],
+            "epoch 2 has only two values; trailing Nones are cut"
+        );
+        // Non-finite values at a step are left out (a diverged epoch).
+        let e = vec![Some(0.9), None, Some(f64::NAN)];
+        let t = p.thresholds(Goal::Max, &[&a, &b, &e]);
+        assert!((t[1].unwrap() - 0.55).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_curve_is_pruned_where_its_best_falls_behind() {
+        let t = vec![None, Some(0.5), Some(0.7)];
+        // Max: best so far 0.6 at epoch 1 ≥ 0.5, 0.6 < 0.7 at epoch 2.
+        assert_eq!(
+            prune_at(Goal::Max, &t, &c(&[0.2, 0.6, 0.4])),
+            Some((2, Some(0.6)))
+        );
+        // The best so far counts, not the last value (Optuna's rule).
+        assert_eq!(prune_at(Goal::Max, &t, &c(&[0.9, 0.1, 0.1])), None);
+        assert_eq!(prune_at(Goal::Max, &t, &c(&[0.1, 0.6, 0.8])), None);
+        // A curve with no finite value yet at a checked epoch is pruned.
+        assert_eq!(prune_at(Goal::Max, &t, &[None, None]), Some((1, None)));
+        // Min: larger is worse.
+        let t = vec![Some(10.0), Some(5.0)];
+        assert_eq!(
+            prune_at(Goal::Min, &t, &c(&[8.0, 6.0])),
+            Some((1, Some(6.0)))
+        );
+        assert_eq!(prune_at(Goal::Min, &t, &c(&[8.0, 5.0])), None);
+        // No thresholds: never.
+        assert_eq!(prune_at(Goal::Max, &[], &c(&[0.0])), None);
+    }
 
     fn survivors(p: &impl Pruner, goal: Goal, reported: &[(usize, Option<f64>)]) -> Vec<usize> {
         reported

@@ -11,7 +11,7 @@ use crate::join::join_all;
 use crate::pruner::rank;
 use crate::sampler::Sampler;
 use crate::space::{apply_patch, changed_count};
-use crate::{Objective, SearchError, Trial, trial_seed};
+use crate::{Evaluated, Objective, SearchError, Trial, trial_seed};
 use reprolab_core::fnum;
 
 /// Why a search ended (the reasons of every engine built on the study).
@@ -114,41 +114,73 @@ fn reached(goal: Goal, stop_at: Option<f64>, t: &Trial) -> bool {
 }
 
 /// Trains the given `(number, config, epochs)` trials concurrently on the search split, one
-/// seed each (`seed * 1000 + number`).
+/// seed each (`seed * 1000 + number`). With `thresholds` (a study with a pruner), each goes
+/// through [`Objective::evaluate_pruned`] and may stop early; without, through
+/// [`Objective::evaluate`] as always.
 async fn run_trials<O: Objective>(
     obj: &O,
     seed: u64,
     items: Vec<(usize, Config, Option<u64>)>,
+    thresholds: Option<&[Option<f64>]>,
 ) -> Result<Vec<Trial>, SearchError> {
     let seeds: Vec<[u64; 1]> = items
         .iter()
         .map(|(n, _, _)| [trial_seed(seed, *n)])
         .collect();
-    let futures: Vec<_> = items
-        .iter()
-        .zip(&seeds)
-        .map(|((_, config, epochs), sd)| obj.evaluate(config, sd, Split::Search, *epochs))
-        .collect();
-    let results = join_all(futures).await;
+    let results: Vec<Result<Evaluated, String>> = match thresholds {
+        None => {
+            let futures: Vec<_> = items
+                .iter()
+                .zip(&seeds)
+                .map(|((_, config, epochs), sd)| obj.evaluate(config, sd, Split::Search, *epochs))
+                .collect();
+            join_all(futures)
+                .await
+                .into_iter()
+                .map(|r| {
+                    let runs = r?;
+                    let (value, duration_s) = runs
+                        .first()
+                        .copied()
+                        .ok_or_else(|| "the objective returned no result for a seed".to_string())?;
+                    Ok(Evaluated {
+                        value,
+                        duration_s,
+                        ..Evaluated::default()
+                    })
+                })
+                .collect()
+        }
+        Some(th) => {
+            let futures: Vec<_> = items
+                .iter()
+                .zip(&seeds)
+                .map(|((_, config, epochs), sd)| {
+                    obj.evaluate_pruned(config, sd[0], Split::Search, *epochs, th)
+                })
+                .collect();
+            join_all(futures).await
+        }
+    };
     let mut out = Vec::with_capacity(items.len());
     for ((number, config, epochs), (r, sd)) in
         items.into_iter().zip(results.into_iter().zip(&seeds))
     {
-        let runs = r.map_err(SearchError::Objective)?;
-        let (value, duration_s) = runs.first().copied().ok_or_else(|| {
-            SearchError::Objective("the objective returned no result for a seed".into())
-        })?;
+        let e = r.map_err(SearchError::Objective)?;
         out.push(Trial {
             number,
             config,
-            value: value.filter(|v| v.is_finite()),
-            duration_s: if duration_s.is_finite() {
-                duration_s.max(0.0)
+            // A pruned training has no result, whatever the objective said.
+            value: e.value.filter(|v| v.is_finite() && e.pruned.is_none()),
+            duration_s: if e.duration_s.is_finite() {
+                e.duration_s.max(0.0)
             } else {
                 0.0
             },
             epochs,
             seed: sd[0],
+            pruned: e.pruned,
+            curve: e.curve,
         });
     }
     Ok(out)
@@ -178,9 +210,15 @@ impl<'a> Study<'a> {
         if subject.space.is_empty() {
             return Err(SearchError::EmptySpace);
         }
-        let t0 = run_trials(obj, settings.seed, vec![(0, subject.config.clone(), None)])
-            .await?
-            .remove(0);
+        // With a pruner, trial 0 reports its curve too (no thresholds yet: it is never pruned).
+        let t0 = run_trials(
+            obj,
+            settings.seed,
+            vec![(0, subject.config.clone(), None)],
+            settings.prune.as_ref().map(|_| &[][..]),
+        )
+        .await?
+        .remove(0);
         let mut meter = Meter::new(settings.budget);
         meter.spend(t0.duration_s);
         meter.set_reference(settings.time_ref_s.unwrap_or(t0.duration_s))?;
@@ -231,7 +269,22 @@ impl<'a> Study<'a> {
             .enumerate()
             .map(|(j, (config, epochs))| (first + j, config, epochs))
             .collect();
-        run_trials(obj, self.settings.seed, numbered).await
+        let thresholds = self.thresholds();
+        run_trials(obj, self.settings.seed, numbered, thresholds.as_deref()).await
+    }
+
+    /// The per-epoch thresholds the settings' pruner sets for the next trials, from the curves
+    /// of the trials finished so far (completed ones only: failed and pruned trials do not
+    /// count); `None` without a pruner.
+    pub fn thresholds(&self) -> Option<Vec<Option<f64>>> {
+        let pruner = self.settings.prune.as_ref()?;
+        let curves: Vec<&[Option<f64>]> = self
+            .trials
+            .iter()
+            .filter(|t| t.value.is_some() && t.pruned.is_none())
+            .map(|t| t.curve.as_slice())
+            .collect();
+        Some(pruner.thresholds(self.subject.metric.goal, &curves))
     }
 
     /// Records a trained trial: spends its duration and appends it. Returns whether it

@@ -15,7 +15,7 @@ use reprolab_core::{
 use reprolab_rng::SplitMix64;
 use serde_json::{Value, json};
 
-use crate::{Objective, Trace};
+use crate::{Evaluated, Objective, PrunedAt, Trace, prune_at};
 
 pub fn block_on<F: Future>(f: F) -> F::Output {
     let mut f = pin!(f);
@@ -223,6 +223,8 @@ pub struct Synth {
     /// Every evaluate call: (config, seeds, split, epochs).
     pub calls: RefCell<Vec<Call>>,
     pub traces: Cell<usize>,
+    /// The goal [`prune_at`] prunes with (default max).
+    pub goal: Goal,
 }
 
 impl Synth {
@@ -232,6 +234,7 @@ impl Synth {
             trace: Box::new(|_, _| healthy_trace()),
             calls: RefCell::new(Vec::new()),
             traces: Cell::new(0),
+            goal: Goal::Max,
         }
     }
 
@@ -271,6 +274,45 @@ impl Objective for Synth {
             .iter()
             .map(|s| ((self.metric)(config, *s, frac), 0.1 * e as f64))
             .collect();
+        std::future::ready(Ok(out))
+    }
+
+    /// The curve of a training of `e` epochs is the metric at each epoch's fraction of the
+    /// config's epochs (`metric(config, seed, (k + 1) / full)`), cut where [`prune_at`] prunes
+    /// it; the duration is 0.1 s per epoch trained.
+    fn evaluate_pruned(
+        &self,
+        config: &Config,
+        seed: u64,
+        split: Split,
+        epochs: Option<u64>,
+        thresholds: &[Option<f64>],
+    ) -> impl Future<Output = Result<Evaluated, String>> {
+        self.calls
+            .borrow_mut()
+            .push((config.clone(), vec![seed], split, epochs));
+        let full = epochs_of(config);
+        let e = epochs.unwrap_or(full);
+        let curve: Vec<Option<f64>> = (0..e)
+            .map(|k| (self.metric)(config, seed, (k + 1) as f64 / full as f64))
+            .collect();
+        let out = match prune_at(self.goal, thresholds, &curve) {
+            Some((k, best)) => Evaluated {
+                value: None,
+                duration_s: 0.1 * (k + 1) as f64,
+                curve: curve[..=k].to_vec(),
+                pruned: Some(PrunedAt {
+                    epoch: k as u64,
+                    value: best,
+                }),
+            },
+            None => Evaluated {
+                value: (self.metric)(config, seed, e as f64 / full as f64),
+                duration_s: 0.1 * e as f64,
+                curve,
+                pruned: None,
+            },
+        };
         std::future::ready(Ok(out))
     }
 

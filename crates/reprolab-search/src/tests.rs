@@ -85,6 +85,8 @@ fn samplers_propose_only_in_space_configs() {
             duration_s: 1.0,
             epochs: None,
             seed: 0,
+            pruned: None,
+            curve: Vec::new(),
         }];
         for i in 1..60 {
             let c = sampler.ask(&space, &history);
@@ -109,6 +111,8 @@ fn samplers_propose_only_in_space_configs() {
                 duration_s: 1.0,
                 epochs: None,
                 seed: i as u64,
+                pruned: None,
+                curve: Vec::new(),
             });
         }
     }
@@ -467,4 +471,95 @@ fn bohb_without_a_fidelity_key_trains_fully() {
     .unwrap();
     assert_eq!(r.trials.len(), 20);
     assert!(r.trials.iter().all(Trial::is_full));
+}
+
+#[test]
+fn pruning_stops_trials_behind_the_median_and_never_picks_them() {
+    let subject = study_subject(true);
+    let pruned_settings = |budget, seed| SearchSettings {
+        prune: Some(crate::PercentilePruner::median()),
+        ..settings(budget, seed)
+    };
+    for seed in 0..3u64 {
+        let s = pruned_settings(Budget::Trials(40), seed);
+        let obj = Synth::study();
+        let r = block_on(search(&obj, &subject, &mut RandomSampler::new(seed), &s)).unwrap();
+        assert_eq!(r.trials.len(), 40);
+        // The first n_startup_trials (5) complete trials set no thresholds: never pruned.
+        assert!(r.trials[..5].iter().all(|t| t.pruned.is_none()));
+        let pruned: Vec<&Trial> = r.trials.iter().filter(|t| t.pruned.is_some()).collect();
+        assert!(!pruned.is_empty(), "seed {seed}: nothing pruned");
+        for t in &pruned {
+            let at = t.pruned.unwrap();
+            // No result, and it trained (and cost) only up to the epoch it was pruned at.
+            assert_eq!(t.value, None);
+            assert!((t.duration_s - 0.1 * (at.epoch + 1) as f64).abs() < 1e-9);
+            assert_eq!(t.curve.len() as u64, at.epoch + 1);
+        }
+        let best = r.best.as_ref().unwrap();
+        assert!(best.pruned.is_none() && best.value.is_some());
+        // Pruned trials are cheaper: the study spent less than 40 full trainings.
+        assert!(r.spent_s < 40.0 * 1.0 - 0.05, "{}", r.spent_s);
+        // The JSON says which trials were pruned.
+        let j = serde_json::to_value(&r).unwrap();
+        let marked = j["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t.get("pruned").is_some())
+            .count();
+        assert_eq!(marked, pruned.len());
+
+        // BOHB with a pruner: same rules; the best is a full, unpruned trial.
+        let s = pruned_settings(Budget::TimeMultiple(20.0), seed);
+        let b = block_on(crate::bohb(&Synth::study(), &subject, &s)).unwrap();
+        let best = b.best.unwrap();
+        assert!(best.pruned.is_none() && best.is_full());
+        assert!(
+            b.trials
+                .iter()
+                .filter(|t| t.pruned.is_some())
+                .all(|t| t.value.is_none())
+        );
+
+        // Without a pruner nothing changes: the same trials as before, none pruned, no curve.
+        let plain = settings(Budget::Trials(40), seed);
+        let obj = Synth::study();
+        let r = block_on(search(
+            &obj,
+            &subject,
+            &mut RandomSampler::new(seed),
+            &plain,
+        ))
+        .unwrap();
+        assert!(
+            r.trials
+                .iter()
+                .all(|t| t.pruned.is_none() && t.curve.is_empty())
+        );
+    }
+}
+
+#[test]
+fn a_pruned_search_reaches_a_full_search_best_for_less() {
+    // On the synthetic curve (monotone in the epochs), pruning with the median keeps the best
+    // configs: with the same sampler seed and the same number of trials, random search with
+    // pruning finds the same best value and spends less.
+    let subject = study_subject(true);
+    for seed in 0..4u64 {
+        let plain = settings(Budget::Trials(30), seed);
+        let pruned = SearchSettings {
+            prune: Some(crate::PercentilePruner::median()),
+            ..plain.clone()
+        };
+        let a = search_study(&subject, &mut RandomSampler::new(seed), &plain);
+        let b = search_study(&subject, &mut RandomSampler::new(seed), &pruned);
+        assert!(b.spent_s < a.spent_s, "seed {seed}");
+        assert!(
+            best_value(&b) >= best_value(&a) - 1e-12,
+            "seed {seed}: {} vs {}",
+            best_value(&b),
+            best_value(&a)
+        );
+    }
 }

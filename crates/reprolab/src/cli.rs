@@ -742,6 +742,44 @@ impl EngineArg {
     }
 }
 
+/// In-training pruning of a search's trials (random, tpe, bohb).
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PruneArg {
+    /// Every trial trains to its end.
+    None,
+    /// Optuna's MedianPruner: after 5 finished trials, a trial stops at the first epoch where
+    /// its best validation metric so far is worse than the median of the finished trials' at
+    /// that epoch.
+    Median,
+    /// Optuna's PercentilePruner(75): as median, but a trial stops only when it is behind
+    /// three quarters of the finished trials (in their bottom quarter).
+    #[value(name = "p75")]
+    P75,
+}
+
+impl PruneArg {
+    pub fn pruner(self) -> Option<reprolab_search::PercentilePruner> {
+        let median = reprolab_search::PercentilePruner::median();
+        match self {
+            PruneArg::None => None,
+            PruneArg::Median => Some(median),
+            PruneArg::P75 => Some(reprolab_search::PercentilePruner {
+                percentile: 75.0,
+                ..median
+            }),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PruneArg::None => "none",
+            PruneArg::Median => "median",
+            PruneArg::P75 => "p75",
+        }
+    }
+}
+
 /// How the LLM engines ask (repair and bench repair).
 #[derive(Debug, Clone, Args)]
 pub struct LlmRepairArgs {
@@ -793,6 +831,10 @@ pub struct RepairArgs {
     /// Stop the search when a trial reaches this metric (the study: 0.99 accuracy).
     #[arg(long)]
     pub stop_at: Option<f64>,
+    /// In-training pruning of the search's trials (random, tpe, bohb; other engines ignore
+    /// it): a pruned trial is recorded as such and is never the patch.
+    #[arg(long, value_enum, default_value_t = PruneArg::None)]
+    pub prune: PruneArg,
     /// Where to write the patched config. Default: .reprolab/patches/<subject>-<engine>.json
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -914,6 +956,11 @@ pub struct BenchRepairArgs {
     /// Repetitions of every (fault, engine, budget) with different search seeds.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
+    /// In-training pruning, comma separated: each prunable engine (random, tpe, bohb) runs once
+    /// per value, named `ENGINE+median` when pruned (`--prune none,median` compares them side
+    /// by side); the other engines run unpruned.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = vec![PruneArg::None])]
+    pub prune: Vec<PruneArg>,
     /// Validation retrainings per config.
     #[arg(long, short = 'n', default_value_t = 10)]
     pub runs: usize,

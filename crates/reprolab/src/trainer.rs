@@ -7,8 +7,8 @@
 use std::ops::Deref;
 
 use indicatif::ProgressBar;
-use reprolab_core::Split;
 use reprolab_core::manifest::{Config, Subject};
+use reprolab_core::{Outcome, Split};
 use reprolab_exec::Evaluator;
 use reprolab_exec::trainer::{Progress, SubjectTrainer};
 
@@ -56,6 +56,31 @@ impl reprolab_search::Objective for EvalTrainer<'_> {
             .timed_metrics(config, seeds, split, epochs)
             .await
             .map_err(|e| e.to_string())
+    }
+
+    async fn evaluate_pruned(
+        &self,
+        config: &Config,
+        seed: u64,
+        split: Split,
+        epochs: Option<u64>,
+        thresholds: &[Option<f64>],
+    ) -> Result<reprolab_search::Evaluated, String> {
+        let (e, curve) = self
+            .0
+            .pruned_metric(config, seed, epochs, thresholds)
+            .await
+            .map_err(|e| e.to_string())?;
+        let pruned = match e.record.outcome {
+            Outcome::Pruned { epoch, value } => Some(reprolab_search::PrunedAt { epoch, value }),
+            _ => None,
+        };
+        Ok(reprolab_search::Evaluated {
+            value: e.record.outcome.metric(split),
+            duration_s: e.record.duration_s,
+            curve,
+            pruned,
+        })
     }
 
     async fn trace(&self, config: &Config, seed: u64) -> Result<reprolab_search::Trace, String> {

@@ -367,6 +367,38 @@ fn repair_searches_the_same_trials_on_ray_as_locally() {
 }
 
 #[test]
+fn pruned_trials_end_the_same_on_ray_as_locally() {
+    let Some((cluster, _turn)) = cluster() else {
+        return;
+    };
+    // The thresholds travel with each request and the slot runs the same worker: the same
+    // trials are pruned at the same epochs on both backends.
+    let d7 = repo().join("benchmarks/faults/real/D7");
+    let args = [
+        "repair", "--json", "--engine", "random", "--trials", "12", "--runs", "3", "--seed", "2",
+        "--prune", "median",
+    ];
+    let local_dir = tempfile::tempdir().unwrap();
+    let ray_dir = tempfile::tempdir().unwrap();
+    let local = json(&run(reprolab(local_dir.path()).args(args).arg(&d7)));
+    let remote = json(&run(on_ray(ray_dir.path(), cluster).args(args).arg(&d7)));
+    let pruned = |v: &Value| {
+        v["run"]["search"]["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t.get("pruned").is_some())
+            .count()
+    };
+    assert!(pruned(&local) > 0, "nothing pruned locally");
+    assert_eq!(pruned(&local), pruned(&remote));
+    assert_eq!(
+        without_durations(&local["run"]["search"]),
+        without_durations(&remote["run"]["search"])
+    );
+}
+
+#[test]
 fn bench_repair_runs_cells_concurrently_on_ray_and_writes_its_report() {
     let Some((cluster, _turn)) = cluster() else {
         return;

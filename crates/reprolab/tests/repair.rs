@@ -211,3 +211,71 @@ fn bench_repair_writes_the_report_and_resumes_after_a_kill() {
     );
     assert!(out_dir.join("report.md").exists());
 }
+
+#[test]
+fn pruned_trials_are_recorded_and_never_the_patch() {
+    // D7 logs val_mae (goal min) per epoch: after 5 finished trials, random search's median
+    // pruner stops the trainings behind the median curve.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(reprolab(tmp.path())
+        .args([
+            "repair", "--json", "--engine", "random", "--trials", "14", "--runs", "3", "--seed",
+            "2", "--prune", "median",
+        ])
+        .arg(d7()));
+    assert!(matches!(out.status.code(), Some(0) | Some(1)));
+    let v = json(&out);
+    let search = &v["run"]["search"];
+    let trials = search["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 14);
+    // The first five finished trials set the thresholds: none of them is pruned.
+    assert!(trials[..5].iter().all(|t| t.get("pruned").is_none()));
+    let pruned: Vec<&serde_json::Value> = trials
+        .iter()
+        .filter(|t| t.get("pruned").is_some())
+        .collect();
+    assert!(!pruned.is_empty(), "nothing pruned: {search}");
+    for t in &pruned {
+        // Recorded as pruned, with the epoch it stopped at, and no result.
+        assert!(t["pruned"]["epoch"].as_u64().is_some(), "{t}");
+        assert!(t["value"].is_null(), "{t}");
+    }
+    // The best trial, and so the patch, is a trial that trained to its end.
+    if let Some(best) = search["best"].as_object() {
+        assert!(best.get("pruned").is_none(), "{best:?}");
+        assert!(
+            !pruned.iter().any(|t| t["number"] == best["number"]),
+            "the best is a pruned trial"
+        );
+    }
+    // The store holds the pruned trainings as such, with the epochs they ran.
+    let db = rusqlite::Connection::open(tmp.path().join("store.db")).unwrap();
+    let stored: Vec<(String, String)> = db
+        .prepare("SELECT outcome, epochs FROM evaluations WHERE outcome_kind = 'pruned'")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        stored.len(),
+        pruned.len(),
+        "one stored evaluation per pruned trial"
+    );
+    for (outcome, epochs) in &stored {
+        let o: serde_json::Value = serde_json::from_str(outcome).unwrap();
+        let e: Vec<serde_json::Value> = serde_json::from_str(epochs).unwrap();
+        assert_eq!(e.len() as u64, o["epoch"].as_u64().unwrap() + 1, "{o}");
+    }
+    // Without --prune the same search trains every trial to its end (and never reads a pruned
+    // result from the cache).
+    let out = run(reprolab(tmp.path())
+        .args([
+            "repair", "--json", "--engine", "random", "--trials", "14", "--runs", "3", "--seed",
+            "2",
+        ])
+        .arg(d7()));
+    let v = json(&out);
+    let trials = v["run"]["search"]["trials"].as_array().unwrap();
+    assert!(trials.iter().all(|t| t.get("pruned").is_none()));
+}

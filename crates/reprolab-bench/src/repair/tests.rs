@@ -18,6 +18,7 @@ fn row(fault: &str, engine: &str, budget: &str, repeat: usize) -> Row {
         gt_changed: 1,
         aj: Some(0.0),
         trials: 10,
+        pruned: 0,
         spent_s: 1.0,
         budget_s: None,
         min_changed: None,

@@ -21,7 +21,53 @@ fn spec(engine: Engine, minimize: bool) -> RepairSpec {
         parallel: 1,
         llm: None,
         llm_options: LlmRepairOptions::default(),
+        prune: None,
     }
+}
+
+#[test]
+fn a_pruned_trial_is_never_the_patch() {
+    let subject = study_subject(true);
+    for engine in [Engine::Random, Engine::Bohb] {
+        for seed in 0..3 {
+            let spec = RepairSpec {
+                budget: Budget::TimeMultiple(20.0),
+                seed,
+                prune: Some(reprolab_search::PercentilePruner::median()),
+                ..spec(engine, false)
+            };
+            let obj = Synth::study();
+            let run = block_on(repair(&obj, &subject, &spec, |_, _| Vec::new())).unwrap();
+            let pruned: Vec<_> = run
+                .search
+                .trials
+                .iter()
+                .filter(|t| t.pruned.is_some())
+                .collect();
+            assert!(!pruned.is_empty(), "{engine:?} seed {seed}: nothing pruned");
+            assert!(pruned.iter().all(|t| t.value.is_none()));
+            let best = run.search.best.as_ref().unwrap();
+            assert!(best.pruned.is_none(), "{engine:?}: a pruned best");
+            if let Some(patch) = run.final_patch() {
+                assert!(
+                    !pruned
+                        .iter()
+                        .any(|t| &t.config == patch && t.number == best.number),
+                    "{engine:?}: the patch is a pruned trial"
+                );
+            }
+            // Validation retrains fully: every call after the search has no fidelity and
+            // holdout/search splits as before (pruning is the search's only).
+            assert!(run.validation.is_some());
+        }
+    }
+    // Engines that do not prune ignore it.
+    let spec = RepairSpec {
+        prune: Some(reprolab_search::PercentilePruner::median()),
+        ..spec(Engine::Guided, false)
+    };
+    let run = block_on(repair(&Synth::study(), &subject, &spec, |_, _| Vec::new())).unwrap();
+    assert!(run.search.trials.iter().all(|t| t.pruned.is_none()));
 }
 
 #[test]

@@ -14,7 +14,7 @@ use reprolab_search::join::join_bounded;
 
 use super::repair::repair_once;
 use super::serde_name;
-use crate::cli::{BenchRepairArgs, EngineArg, Global};
+use crate::cli::{BenchRepairArgs, EngineArg, Global, PruneArg};
 use crate::context;
 use crate::progress;
 use crate::trainer::EvalTrainer;
@@ -44,16 +44,43 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
         );
     }
     let dirs = reprolab_bench::faults::dirs(&faults);
+    // Each prunable engine once per --prune value (`bohb+median`), the others once, unpruned.
+    let mut prunes = a.prune.clone();
+    prunes.dedup();
+    let variants_of = |engine: EngineArg| -> Vec<(String, PruneArg)> {
+        let prunable = reprolab_repair::Engine::from(engine).prunes();
+        let mut out: Vec<(String, PruneArg)> = Vec::new();
+        for &p in &prunes {
+            let p = if prunable { p } else { PruneArg::None };
+            let name = match p {
+                PruneArg::None => serde_name(engine),
+                p => format!("{}+{}", serde_name(engine), p.name()),
+            };
+            if !out.iter().any(|(n, _)| *n == name) {
+                out.push((name, p));
+            }
+        }
+        out
+    };
+    let engine_cells: Vec<(EngineArg, String, PruneArg)> = a
+        .engines
+        .iter()
+        .flat_map(|&e| {
+            variants_of(e)
+                .into_iter()
+                .map(move |(name, p)| (e, name, p))
+        })
+        .collect();
     let setup = Setup {
         benchmark: a.benchmark.clone(),
-        engines: a.engines.iter().map(|e| serde_name(*e)).collect(),
+        engines: engine_cells.iter().map(|(_, n, _)| n.clone()).collect(),
         budgets: a.budgets.clone(),
         repeats: a.repeats,
         runs: a.runs,
     };
     let (mut results, mut rows) = ResultsFile::open::<Row>(&a.out)?;
     let done = bench::done(&rows);
-    let total = faults.len() * budgets.len() * a.engines.len() * a.repeats;
+    let total = faults.len() * budgets.len() * engine_cells.len() * a.repeats;
     let llm = if a.engines.iter().any(|e| e.needs_llm()) {
         Some(crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?.model)
     } else {
@@ -65,19 +92,19 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
         .iter()
         .map(|d| Subject::load(d))
         .collect::<Result<_, _>>()?;
-    let mut cells: Vec<(&Subject, CellId, Budget, EngineArg)> = Vec::new();
+    let mut cells: Vec<(&Subject, CellId, Budget, EngineArg, PruneArg)> = Vec::new();
     for subject in &subjects {
         for (budget_name, budget) in &budgets {
-            for &engine in &a.engines {
+            for (engine, name, prune) in &engine_cells {
                 for repeat in 0..a.repeats {
                     let cell = CellId {
                         fault: subject.name.clone(),
-                        engine: serde_name(engine),
+                        engine: name.clone(),
                         budget: budget_name.clone(),
                         repeat,
                     };
                     if !done.contains(&cell.key()) {
-                        cells.push((subject, cell, *budget, engine));
+                        cells.push((subject, cell, *budget, *engine, *prune));
                     }
                 }
             }
@@ -116,13 +143,14 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
     let variants_ref = &variants;
     let tasks: Vec<_> = cells
         .into_iter()
-        .map(|(subject, cell, budget, engine)| {
+        .map(|(subject, cell, budget, engine, prune)| {
             let record = &record;
             async move {
                 let key = cell.key();
-                let mut row = repair_cell(ev_ref, subject, &cell, budget, engine, a, llm_ref)
-                    .await
-                    .with_context(|| format!("repairing {key}"))?;
+                let mut row =
+                    repair_cell(ev_ref, subject, &cell, budget, (engine, prune), a, llm_ref)
+                        .await
+                        .with_context(|| format!("repairing {key}"))?;
                 row.aj_after = bench::aj_after(&row, variants_ref);
                 record(row)
             }
@@ -162,7 +190,7 @@ async fn repair_cell(
     subject: &Subject,
     cell: &CellId,
     budget: Budget,
-    engine: EngineArg,
+    (engine, prune): (EngineArg, PruneArg),
     a: &BenchRepairArgs,
     llm: &Option<std::sync::Arc<dyn reprolab_llm::ChatModel>>,
 ) -> Result<Row> {
@@ -177,6 +205,7 @@ async fn repair_cell(
         parallel: ev.workers(),
         llm: llm.clone(),
         llm_options: a.llm_repair.options(),
+        prune: prune.pruner(),
     };
     let run = repair_once(&trainer, subject, &spec).await?;
     let history = bench::anytime::history(
@@ -195,6 +224,12 @@ async fn repair_cell(
             validation: run.validation.as_ref(),
             faulty_mean,
             trials: run.search.trials.len(),
+            pruned: run
+                .search
+                .trials
+                .iter()
+                .filter(|t| t.pruned.is_some())
+                .count(),
             spent_s: run.search.spent_s,
             budget_s: run.budget.seconds,
             minimized: run

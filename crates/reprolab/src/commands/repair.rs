@@ -154,6 +154,7 @@ pub async fn run(g: &Global, a: &RepairArgs) -> Result<ExitCode> {
             None
         },
         llm_options: a.llm_repair.options(),
+        prune: a.prune.pruner(),
     };
     let run = repair_once(&trainer, &subject, &spec).await?;
     pb.finish_and_clear();
@@ -182,11 +183,17 @@ pub async fn run(g: &Global, a: &RepairArgs) -> Result<ExitCode> {
     } else {
         let s = &run.search;
         println!("budget: {}", run.budget.describe());
+        let pruned = s.trials.iter().filter(|t| t.pruned.is_some()).count();
         println!(
-            "{} with {}: {} trials, {:.1} s of training spent{}, stopped: {}",
+            "{} with {}: {} trials{}, {:.1} s of training spent{}, stopped: {}",
             subject.name,
             s.engine,
             s.trials.len(),
+            if pruned > 0 {
+                format!(" ({pruned} pruned early)")
+            } else {
+                String::new()
+            },
             s.spent_s,
             s.budget_s
                 .map_or(String::new(), |b| format!(" of {b:.1} s")),

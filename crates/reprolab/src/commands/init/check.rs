@@ -50,6 +50,8 @@ pub fn advice(subject: &Subject, outcome: &Outcome) -> Option<String> {
             outcome.summary()
         ),
         Outcome::Infra { message } => format!("reprolab could not run the training: {message}"),
+        // init's check trains without a pruner: only a search's trials are pruned.
+        Outcome::Pruned { .. } => return None,
     })
 }
 
