@@ -170,7 +170,11 @@ fn after_an_improvement_the_second_half_adds_the_next_suspects() {
             "the second half adds HNE, not WCI (0.1): {t:?}"
         );
     }
-    assert!(r.best.as_ref().unwrap().value.unwrap() > 0.85, "{:?}", r.best);
+    assert!(
+        r.best.as_ref().unwrap().value.unwrap() > 0.85,
+        "{:?}",
+        r.best
+    );
 }
 
 #[test]
