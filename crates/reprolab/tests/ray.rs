@@ -527,7 +527,10 @@ fn codegen_run_judges_every_kind_of_answer_on_ray_as_locally() {
             "--output-mb",
             "1",
         ])
-        .args(["--timeout-min", "8"])
+        // 20 s, not the local test's 8: the forking answer (200 children of a torch process)
+        // takes 3.6 s alone locally and 5.5 s in a slot, whose Python watchdog reads the tree's
+        // PSS; two samples at once on a loaded 2-core machine passed 8 s.
+        .args(["--timeout-min", "20"])
         .arg(fixture("codegen").join("tasks.jsonl"))
         .arg("--generations")
         .arg(fixture("codegen").join("generations.jsonl"))
