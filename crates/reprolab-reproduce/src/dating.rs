@@ -102,9 +102,10 @@ pub fn frameworks(report: &BugReport) -> Vec<String> {
         .and_then(|m| m.get("framework"))
         .and_then(|v| v.as_str())
         .map(str::to_ascii_lowercase);
+    let text = report.text.to_ascii_lowercase();
     let named = |name: &str| match &field {
-        Some(f) => f.contains(name) || (name == "torch" && f.contains("pytorch")),
-        None => report.text.contains(name),
+        Some(f) => f.contains(name),
+        None => text.contains(name),
     };
     let mut out: Vec<String> = ["torch", "keras", "tensorflow"]
         .into_iter()
@@ -198,6 +199,8 @@ mod tests {
             "import torch",
             Some(serde_json::json!({"framework": "PyTorch"})),
         );
+        assert_eq!(frameworks(&r), vec!["torch"]);
+        let r = report("PyTorch 2.1 on Linux", None);
         assert_eq!(frameworks(&r), vec!["torch"]);
         let r = report("from keras import layers", None);
         assert_eq!(frameworks(&r), vec!["keras", "torch"]);
