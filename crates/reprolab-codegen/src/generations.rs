@@ -165,6 +165,17 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok[0].sample, 2);
+        let e = parse_generations(
+            "{\"task_id\": \"a\", \"sample\": 0, \"completoin\": \"x\"}\n",
+            Path::new("g.jsonl"),
+        )
+        .unwrap_err();
+        let m = e.issues[e.issues.len() - 1].to_string();
+        assert!(
+            m.starts_with("g.jsonl:1: field `completoin`: unknown field")
+                && m.ends_with("(did you mean 'completion'?)"),
+            "{m}"
+        );
     }
 
     #[test]

@@ -22,8 +22,11 @@ use serde::{Deserialize, Serialize};
 use crate::outcome::Status;
 
 /// Deep-Bench's bug categories.
+///
+/// Read (from a generations file, a results file or a classifier's answer) by
+/// [`Category::parse`]: the internal name or Deep-Bench's title, in any case and punctuation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", try_from = "String")]
 pub enum Category {
     Misinterpretation,
     SyntaxError,
@@ -42,8 +45,10 @@ pub enum Category {
 }
 
 /// The DL-specific subtypes of appendix E, plus "not DL-related".
+///
+/// Read by [`Subtype::parse`], which also takes the paper's wording of each subtype.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", try_from = "String")]
 pub enum Subtype {
     IncorrectDlLibraryUsage,
     ShapeDimensionMismatch,
@@ -189,6 +194,147 @@ impl Subtype {
             .ok()
             .and_then(|v| v.as_str().map(String::from))
             .unwrap_or_default()
+    }
+}
+
+/// `Operation/calculation error` -> `operation_calculation_error`: lowercase ASCII letters and
+/// digits, every other run of characters one `_`.
+fn normalize(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.trim().chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_end_matches('_').to_string()
+}
+
+/// The paper's (and the reference notes') wordings of subtypes that differ from [`Subtype::title`].
+const SUBTYPE_ALIASES: &[(&str, Subtype)] = &[
+    (
+        "incorrect DL library usage",
+        Subtype::IncorrectDlLibraryUsage,
+    ),
+    (
+        "incorrect DL framework usage",
+        Subtype::IncorrectDlLibraryUsage,
+    ),
+    (
+        "incorrect DL functionality",
+        Subtype::IncorrectDlFunctionality,
+    ),
+    (
+        "incorrect ML functionality",
+        Subtype::IncorrectDlFunctionality,
+    ),
+    (
+        "tensor type/value edge cases",
+        Subtype::TensorTypeValueEdgeCase,
+    ),
+    (
+        "tensor type/value edge case",
+        Subtype::TensorTypeValueEdgeCase,
+    ),
+    (
+        "shape/dimension edge cases",
+        Subtype::ShapeDimensionEdgeCase,
+    ),
+    ("shape/dimension edge case", Subtype::ShapeDimensionEdgeCase),
+    (
+        "incorrect DL library arguments",
+        Subtype::IncorrectLibraryArguments,
+    ),
+    (
+        "incorrect DL function library arguments",
+        Subtype::IncorrectLibraryArguments,
+    ),
+    ("type mismatch", Subtype::TypeMismatch),
+    (
+        "missing/undefined DL modules",
+        Subtype::MissingUndefinedDlModule,
+    ),
+    ("dtype casting", Subtype::DtypeCasting),
+    ("dtype casting issues", Subtype::DtypeCasting),
+    ("shape errors in operations", Subtype::ShapeErrorInOperation),
+    (
+        "shape and dimension errors in operation",
+        Subtype::ShapeErrorInOperation,
+    ),
+    ("incorrect algebra", Subtype::IncorrectAlgebra),
+    ("incorrect algebraic calculation", Subtype::IncorrectAlgebra),
+    ("performance issue", Subtype::DlPerformance),
+    (
+        "incorrect tensor constant",
+        Subtype::IncorrectTensorConstant,
+    ),
+    ("not DL related", Subtype::NotDlRelated),
+];
+
+/// The paper's wordings of categories that differ from [`Category::title`].
+const CATEGORY_ALIASES: &[(&str, Category)] = &[
+    ("undefined reference", Category::UndefinedReference),
+    (
+        "incorrect or undefined variable references",
+        Category::UndefinedReference,
+    ),
+    (
+        "incorrect or undefined method references",
+        Category::UndefinedReference,
+    ),
+    ("operation error", Category::OperationCalculationError),
+    ("calculation error", Category::OperationCalculationError),
+];
+
+impl Category {
+    /// The category named by `s`: its internal name (`wrong_input_type`) or Deep-Bench's title
+    /// (`Wrong Input Type`, `Operation/calculation error`, `Incorrect or Undefined
+    /// Variable/Method References`), ignoring case, spaces and punctuation.
+    pub fn parse(s: &str) -> Option<Category> {
+        let n = normalize(s);
+        Category::ALL
+            .iter()
+            .copied()
+            .find(|c| n == c.name() || n == normalize(c.title()))
+            .or_else(|| {
+                CATEGORY_ALIASES
+                    .iter()
+                    .find(|(a, _)| normalize(a) == n)
+                    .map(|(_, c)| *c)
+            })
+    }
+}
+
+impl Subtype {
+    /// The subtype named by `s`: its internal name, its title, or the paper's wording
+    /// (`shape/dimension edge cases`, `dtype casting`), ignoring case, spaces and punctuation.
+    pub fn parse(s: &str) -> Option<Subtype> {
+        let n = normalize(s);
+        Subtype::ALL
+            .iter()
+            .copied()
+            .find(|t| n == t.name() || n == normalize(t.title()))
+            .or_else(|| {
+                SUBTYPE_ALIASES
+                    .iter()
+                    .find(|(a, _)| normalize(a) == n)
+                    .map(|(_, t)| *t)
+            })
+    }
+}
+
+impl TryFrom<String> for Category {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Category::parse(&s).ok_or_else(|| format!("unknown failure category {s:?}"))
+    }
+}
+
+impl TryFrom<String> for Subtype {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Subtype::parse(&s).ok_or_else(|| format!("unknown failure subtype {s:?}"))
     }
 }
 
@@ -1456,5 +1602,96 @@ mod tests {
         );
         assert_eq!(parse_refinement("no idea"), None);
         assert_eq!(parse_refinement("{\"category\": \"other\"}"), None);
+    }
+
+    #[test]
+    fn deep_bench_titles_are_aliases_of_the_internal_names() {
+        // every category title as the reference notes write it
+        for (title, c) in [
+            ("Misinterpretation", Category::Misinterpretation),
+            ("Syntax error", Category::SyntaxError),
+            ("Silly mistake", Category::SillyMistake),
+            ("Prompt-biased code", Category::PromptBiasedCode),
+            ("Missing corner case", Category::MissingCornerCase),
+            ("Wrong input type", Category::WrongInputType),
+            ("Hallucinated object", Category::HallucinatedObject),
+            ("Wrong attribute", Category::WrongAttribute),
+            (
+                "Non-prompted consideration",
+                Category::NonPromptedConsideration,
+            ),
+            (
+                "Operation/calculation error",
+                Category::OperationCalculationError,
+            ),
+            ("Performance issue", Category::PerformanceIssue),
+            (
+                "Prompt missing information",
+                Category::PromptMissingInformation,
+            ),
+            (
+                "Incorrect or undefined variable/method references",
+                Category::UndefinedReference,
+            ),
+            ("Constant value error", Category::ConstantValueError),
+        ] {
+            assert_eq!(Category::parse(title), Some(c), "{title}");
+            assert_eq!(Category::parse(&c.name()), Some(c));
+            assert_eq!(Category::parse(c.title()), Some(c));
+        }
+        for (title, s) in [
+            (
+                "incorrect DL library usage",
+                Subtype::IncorrectDlLibraryUsage,
+            ),
+            (
+                "shape and dimension mismatch",
+                Subtype::ShapeDimensionMismatch,
+            ),
+            (
+                "tensor type/value edge cases",
+                Subtype::TensorTypeValueEdgeCase,
+            ),
+            (
+                "shape/dimension edge cases",
+                Subtype::ShapeDimensionEdgeCase,
+            ),
+            (
+                "incorrect DL library arguments",
+                Subtype::IncorrectLibraryArguments,
+            ),
+            (
+                "missing or undefined DL modules",
+                Subtype::MissingUndefinedDlModule,
+            ),
+            (
+                "incorrect usage of DL modules",
+                Subtype::IncorrectDlModuleUsage,
+            ),
+            ("dtype casting", Subtype::DtypeCasting),
+            ("shape errors in operations", Subtype::ShapeErrorInOperation),
+            ("incorrect algebra", Subtype::IncorrectAlgebra),
+            ("Not DL-related", Subtype::NotDlRelated),
+        ] {
+            assert_eq!(Subtype::parse(title), Some(s), "{title}");
+        }
+        for s in Subtype::ALL {
+            assert_eq!(Subtype::parse(&s.name()), Some(*s));
+            assert_eq!(Subtype::parse(s.title()), Some(*s));
+        }
+        assert_eq!(Category::parse("typo error"), None);
+        // serde reads titles too, and still writes the internal name
+        let c: Category = serde_json::from_str("\"Operation/Calculation Error\"").unwrap();
+        assert_eq!(c, Category::OperationCalculationError);
+        assert_eq!(
+            serde_json::to_string(&c).unwrap(),
+            "\"operation_calculation_error\""
+        );
+        assert_eq!(
+            parse_refinement(
+                "{\"category\": \"Wrong Input Type\", \"subtype\": \"Type mismatch\"}"
+            ),
+            Some((Category::WrongInputType, Subtype::TypeMismatch))
+        );
     }
 }
