@@ -705,6 +705,7 @@ fn build_result(
         failure: judged.failure,
         taxonomy,
         refinement: None,
+        expected: None,
         wall_s,
         tests_s: judged.tests_s,
         timeout_s: job.timeout_s,

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::extract::Origin;
 use crate::refine::{Refinement, Verdict};
 use crate::task::Labels;
-use crate::taxonomy::Label;
+use crate::taxonomy::{ExpectedLabel, Label};
 
 /// The status of a sample, from best to least informative. Timeouts, memory and output limits
 /// and infrastructure errors are kept apart from test failures.
@@ -126,6 +126,9 @@ pub struct SampleResult {
     /// The LLM classifier's opinion and the rules' label, when one was asked (`--classify-llm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refinement: Option<Refinement>,
+    /// The label the generations file expects for this answer (`expected_label`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<ExpectedLabel>,
     /// Harness wall time for the sample: work directory, start, pytest, result.
     pub wall_s: f64,
     /// The tests' own run time as pytest reports it (setup + call + teardown of every test).

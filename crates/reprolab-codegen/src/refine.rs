@@ -337,6 +337,7 @@ mod tests {
             failure: Some(failure),
             taxonomy,
             refinement: None,
+            expected: None,
             wall_s: 1.0,
             tests_s: 0.5,
             timeout_s: 5.0,

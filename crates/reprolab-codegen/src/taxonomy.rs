@@ -338,6 +338,22 @@ impl TryFrom<String> for Subtype {
     }
 }
 
+/// The label a wrong answer is expected to get (a generations file's `expected_label`): a
+/// category, and optionally its subtype.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ExpectedLabel {
+    pub category: Category,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subtype: Option<Subtype>,
+}
+
+impl ExpectedLabel {
+    /// Whether `label` agrees: the same category, and the same subtype when one is expected.
+    pub fn agrees(&self, label: &Label) -> bool {
+        self.category == label.category && self.subtype.is_none_or(|s| s == label.subtype)
+    }
+}
+
 /// Who assigned a label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

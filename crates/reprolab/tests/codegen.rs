@@ -697,3 +697,89 @@ fn report_says_when_a_run_is_incomplete() {
     let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     assert!(md.contains("INCOMPLETE RUN"), "{md}");
 }
+
+/// Answers that carry the failure label they should get (Deep-Bench titles as aliases).
+fn labelled_generations(dir: &Path) -> std::path::PathBuf {
+    let lines = [
+        serde_json::json!({"task_id": "fn/scale", "sample": 0,
+            "completion": "```python\ndef scale(x, factor):\n    return torch.mul(x, factor)\n```",
+            "expected_label": "Hallucinated object"}),
+        serde_json::json!({"task_id": "fn/scale", "sample": 1,
+            "completion": "```python\nimport torch\n\ndef scale(x, factor):\n    return x.numpy() * factor\n```",
+            "expected_label": {"category": "Misinterpretation", "subtype": "incorrect DL library usage"}}),
+        serde_json::json!({"task_id": "fn/scale", "sample": 2,
+            "completion": "```python\nimport torch\n\ndef scale(x, factor):\n    return x * factor\n```",
+            "expected_label": "Silly mistake"}),
+    ];
+    let path = dir.join("labelled.jsonl");
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(&path, text.join("\n") + "\n").unwrap();
+    path
+}
+
+#[test]
+fn labelled_generations_score_taxonomy_agreement() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gens = labelled_generations(tmp.path());
+    let out_dir = tmp.path().join("out");
+    let out = run(reprolab(tmp.path())
+        .env("TMPDIR", tmp.path())
+        .args(["codegen", "run", "--json", "-j", "1", "--only", "fn/scale"])
+        .arg(codegen_fixture("tasks.jsonl"))
+        .arg("--generations")
+        .arg(&gens)
+        .arg("--out")
+        .arg(&out_dir));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let a = &summary["agreement"];
+    assert_eq!(a["labelled"], 2, "{a:#}");
+    assert_eq!(a["not_failing"], 1, "{a:#}");
+    // the missing import: agreed (hallucinated object); x.numpy(): the assertion's TypeError
+    // makes the rules say wrong input type, not the expected misinterpretation
+    assert_eq!(a["agreed"], 1, "{a:#}");
+    assert!(
+        a["confusion"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["expected"] == "misinterpretation" && c["given"] == "wrong_input_type"),
+        "{a:#}"
+    );
+    let results = read_jsonl(&out_dir.join("results.jsonl"));
+    assert_eq!(results[0]["expected"]["category"], "hallucinated_object");
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    for needle in [
+        "Taxonomy agreement per expected category",
+        "Confusion of expected and given categories",
+    ] {
+        assert!(md.contains(needle), "report.md lacks {needle}:\n{md}");
+    }
+    // A misspelt field names the file, the line and the field, with a suggestion.
+    std::fs::write(
+        tmp.path().join("typo.jsonl"),
+        "{\"task_id\": \"fn/scale\", \"sample\": 0, \"completion\": \"x\", \"expected_lable\": \"misinterpretation\"}\n",
+    )
+    .unwrap();
+    let bad = run(reprolab(tmp.path())
+        .args(["codegen", "run", "-j", "1"])
+        .arg(codegen_fixture("tasks.jsonl"))
+        .arg("--generations")
+        .arg(tmp.path().join("typo.jsonl"))
+        .arg("--out")
+        .arg(tmp.path().join("out2")));
+    assert_ne!(bad.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("typo.jsonl:1: field `expected_lable`: unknown field")
+            && err.contains("(did you mean 'expected_label'?)"),
+        "{err}"
+    );
+}
