@@ -187,6 +187,19 @@ pub fn agreement(samples: &[&SampleResult]) -> Option<Agreement> {
     Some(a)
 }
 
+/// A failure a behaviour rule labelled, with what it saw.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BehaviourRow {
+    pub task_id: String,
+    pub sample: u32,
+    pub category: Category,
+    pub subtype: Subtype,
+    pub rule: String,
+    pub evidence: String,
+    /// The expected category, when the generations file gave one.
+    pub expected: Option<Category>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Excluded {
     pub task_id: String,
@@ -226,6 +239,8 @@ pub struct Summary {
     pub classifier: Option<Classified>,
     /// Taxonomy agreement with the generations' expected labels; `None` when none has one.
     pub agreement: Option<Agreement>,
+    /// The failures labelled by what the code did (`behaviour_*` rules), with the evidence.
+    pub behaviour: Vec<BehaviourRow>,
     pub excluded: Vec<Excluded>,
     pub timing: Timing,
 }
@@ -470,6 +485,25 @@ pub fn summarize(results: &[SampleResult], references: &[SampleResult]) -> Summa
         failures,
         classifier: classified(&counted),
         agreement: agreement(&counted),
+        behaviour: counted
+            .iter()
+            .filter_map(|s| {
+                let l = s.taxonomy.as_ref()?;
+                let evidence = l
+                    .evidence
+                    .clone()
+                    .or_else(|| s.refinement.as_ref().and_then(|f| f.rules.evidence.clone()))?;
+                Some(BehaviourRow {
+                    task_id: s.task_id.clone(),
+                    sample: s.sample,
+                    category: l.category,
+                    subtype: l.subtype,
+                    rule: l.rule.clone(),
+                    evidence,
+                    expected: s.expected.map(|e| e.category),
+                })
+            })
+            .collect(),
         excluded,
         timing,
     }
@@ -507,6 +541,7 @@ mod tests {
                 subtype: Subtype::TypeMismatch,
                 rule: "type_mismatch".into(),
                 source: LabelSource::Rules,
+                evidence: None,
             }),
             refinement: None,
             expected: None,

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::extract::Origin;
 use crate::refine::{Refinement, Verdict};
 use crate::task::Labels;
-use crate::taxonomy::{ExpectedLabel, Label};
+use crate::taxonomy::{Behaviour, ExpectedLabel, Label};
 
 /// The status of a sample, from best to least informative. Timeouts, memory and output limits
 /// and infrastructure errors are kept apart from test failures.
@@ -76,6 +76,10 @@ pub struct TestOutcome {
     pub traceback: Option<String>,
     #[serde(default)]
     pub oom: bool,
+    /// For a failed test of a function task: the generated function next to the reference on
+    /// the test's calls (see [`Behaviour`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behaviour: Option<Behaviour>,
 }
 
 /// The failure a sample is judged by: the first failing test, or what stopped the tests.
@@ -144,6 +148,28 @@ pub struct SampleResult {
     pub cached: bool,
     /// The cache key.
     pub key: String,
+}
+
+impl Judged {
+    /// The behaviour finding to label the failure by: the failing test's, or when that one
+    /// says nothing, the first informative one of another failed test.
+    pub fn behaviour(&self) -> Option<&Behaviour> {
+        let nodeid = self.failure.as_ref().and_then(|f| f.nodeid.as_deref());
+        let failed = || {
+            self.tests
+                .iter()
+                .filter(|t| t.outcome == "failed" || t.outcome == "error")
+        };
+        failed()
+            .find(|t| Some(t.nodeid.as_str()) == nodeid)
+            .and_then(|t| t.behaviour.as_ref())
+            .filter(|b| b.is_informative())
+            .or_else(|| {
+                failed()
+                    .filter_map(|t| t.behaviour.as_ref())
+                    .find(|b| b.is_informative())
+            })
+    }
 }
 
 impl SampleResult {

@@ -175,6 +175,9 @@ fn agreement_parts(a: &Agreement) -> (String, Vec<Table>) {
     (text, vec![per, confusion])
 }
 
+/// Rows of the behaviour evidence table at most.
+const BEHAVIOUR_ROWS: usize = 200;
+
 /// What the LLM classifier did, in a sentence.
 fn classifier_text(c: &Classified) -> String {
     format!(
@@ -397,6 +400,55 @@ pub fn build(title: &str, info: &RunInfo, s: &Summary, incomplete: Option<&str>)
         let (text, t) = agreement_parts(a);
         paragraphs.push(text);
         tables.extend(t);
+    }
+    if !s.behaviour.is_empty() {
+        paragraphs.push(format!(
+            "{} failures were labelled by what the code did: on the failing test's calls the \
+             generated and the reference function ran on the same arguments and were compared \
+             (exception and where it was raised, output kind, shape, dtype, values, arguments \
+             the generation never reads, branches the reference takes). Their evidence is below{}.",
+            s.behaviour.len(),
+            if s.behaviour.len() > BEHAVIOUR_ROWS {
+                format!(" (the first {BEHAVIOUR_ROWS})")
+            } else {
+                String::new()
+            }
+        ));
+        let with_expected = s.behaviour.iter().any(|b| b.expected.is_some());
+        let mut headers = vec![
+            "task".to_string(),
+            "sample".into(),
+            "label".into(),
+            "rule".into(),
+        ];
+        if with_expected {
+            headers.push("expected".into());
+        }
+        headers.push("evidence".into());
+        tables.push(Table {
+            caption: "Behaviour evidence".into(),
+            headers,
+            rows: s
+                .behaviour
+                .iter()
+                .take(BEHAVIOUR_ROWS)
+                .map(|b| {
+                    let mut row = vec![
+                        Cell::from(b.task_id.clone()),
+                        Cell::from(b.sample.to_string()),
+                        Cell::from(format!("{} / {}", b.category.title(), b.subtype.title())),
+                        Cell::from(b.rule.clone()),
+                    ];
+                    if with_expected {
+                        row.push(Cell::from(
+                            b.expected.map_or("–", |c| c.title()).to_string(),
+                        ));
+                    }
+                    row.push(Cell::from(b.evidence.clone()));
+                    row
+                })
+                .collect(),
+        });
     }
     if let Some(c) = &s.classifier {
         paragraphs.push(classifier_text(c));

@@ -148,7 +148,13 @@ fn run_judges_every_kind_of_answer_and_resumes_from_the_store() {
         "hallucinated_object"
     );
     expect("fn/scale", 9, "fail");
-    assert_eq!(rule("fn/scale", 9), "assert_shape");
+    // a shape assertion: labelled by what the code did (the output shapes differ from the
+    // reference's on the test's call), the same label the assertion's rule gave
+    assert_eq!(rule("fn/scale", 9), "behaviour_shape");
+    assert_eq!(
+        get("fn/scale", 9)["taxonomy"]["subtype"],
+        "shape_dimension_mismatch"
+    );
 
     // Per-test outcomes with the exception's type, message and traceback.
     let wrong = get("fn/scale", 1);
@@ -742,23 +748,32 @@ fn labelled_generations_score_taxonomy_agreement() {
     let a = &summary["agreement"];
     assert_eq!(a["labelled"], 2, "{a:#}");
     assert_eq!(a["not_failing"], 1, "{a:#}");
-    // the missing import: agreed (hallucinated object); x.numpy(): the assertion's TypeError
-    // makes the rules say wrong input type, not the expected misinterpretation
-    assert_eq!(a["agreed"], 1, "{a:#}");
+    // the missing import: hallucinated object (the NameError's rule); x.numpy(): the generated
+    // function returns an array where the reference returns a tensor (a behaviour rule), where
+    // the assertion's TypeError alone made the evidence rules say wrong input type
+    assert_eq!(a["agreed"], 2, "{a:#}");
+    let results = read_jsonl(&out_dir.join("results.jsonl"));
+    assert_eq!(results[0]["expected"]["category"], "hallucinated_object");
+    let numpy = &results[1]["taxonomy"];
+    assert_eq!(numpy["rule"], "behaviour_type", "{numpy:#}");
     assert!(
-        a["confusion"]
+        numpy["evidence"].as_str().unwrap().contains("ndarray"),
+        "{numpy:#}"
+    );
+    assert!(
+        results[1]["tests"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|c| c["expected"] == "misinterpretation" && c["given"] == "wrong_input_type"),
-        "{a:#}"
+            .any(|t| t["behaviour"]["finding"] == "type"),
+        "{:#}",
+        results[1]
     );
-    let results = read_jsonl(&out_dir.join("results.jsonl"));
-    assert_eq!(results[0]["expected"]["category"], "hallucinated_object");
     let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     for needle in [
         "Taxonomy agreement per expected category",
         "Confusion of expected and given categories",
+        "Behaviour evidence",
     ] {
         assert!(md.contains(needle), "report.md lacks {needle}:\n{md}");
     }
