@@ -100,3 +100,19 @@ def test_no_ratio_over_a_single_or_repeated_value(tmp_path):
     """
     got = _run(tmp_path, ref, ref.replace("1.0", "0.5"), "f", (2,))
     assert got["finding"] == "values" and "ratio" not in got and not got["close"]
+
+
+def test_a_sentinel_is_a_conventional_fill_value(tmp_path):
+    ref = """
+        import torch
+        def f(x):
+            out = x.clone()
+            out[x > 2] = -1.0
+            return out
+    """
+    x = (torch.tensor([1.0, 2.0, 3.0, 4.0]),)
+    got = _run(tmp_path, ref, ref.replace("out[x > 2] = -1.0", "pass"), "f", x)
+    assert got["sentinel"] == "-1.0"
+    half = ref.replace("-1.0", "0.5")
+    got = _run(tmp_path, half, half.replace("= 0.5", "= 0.25"), "f", x)
+    assert got["finding"] == "values" and "sentinel" not in got
