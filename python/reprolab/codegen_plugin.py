@@ -34,8 +34,14 @@ _session = None
 
 
 class _State:
-    def __init__(self, result_path, check_files):
+    def __init__(self, result_path, check_files, reference=None, entry=None):
         self.result_path = result_path
+        # Behaviour evidence (reprolab.codegen_behaviour): the reference module's path and the
+        # entry point, the recorder of the test running now, and each failed test's finding.
+        self.reference = reference
+        self.entry = entry
+        self.recorder = None
+        self.behaviour = {}
         self.tests = {}  # nodeid -> record, in report order (dicts keep insertion order)
         self.collect_errors = []
         self.excinfo = {}  # (nodeid, when) -> (type, message, oom)
@@ -119,13 +125,19 @@ def pytest_addoption(parser):
                     help="write per-test outcomes as JSON to this file")
     group.addoption("--reprolab-check", action="append", default=[],
                     help="compile this file before collection and report its syntax error")
+    group.addoption("--reprolab-reference", action="store", default=None,
+                    help="the reference solution: on a failed test, run it on the test's calls and compare")
+    group.addoption("--reprolab-entry", action="store", default=None,
+                    help="the entry point the tests import from solution")
 
 
 def pytest_configure(config):
     global _state
     path = config.getoption("--reprolab-result", default=None)
     if path:
-        _state = _State(os.path.abspath(path), config.getoption("--reprolab-check", default=[]))
+        _state = _State(os.path.abspath(path), config.getoption("--reprolab-check", default=[]),
+                        config.getoption("--reprolab-reference", default=None),
+                        config.getoption("--reprolab-entry", default=None))
 
 
 def pytest_sessionstart(session):
@@ -174,6 +186,53 @@ except Exception:  # noqa: BLE001 - imported outside pytest (docs, linters)
 
 
 @_hookwrapper
+def pytest_runtest_call(item):
+    """Record the calls of the entry point while the test runs (behaviour evidence)."""
+    patched = _patch_entry(item)
+    try:
+        yield
+    finally:
+        for module, name, original in patched:
+            setattr(module, name, original)
+
+
+def _patch_entry(item):
+    import sys
+
+    if _state is None or not _state.reference or not _state.entry:
+        return []
+    solution = sys.modules.get("solution")
+    func = getattr(solution, _state.entry, None) if solution is not None else None
+    if not callable(func):
+        return []
+    from reprolab.codegen_behaviour import Recorder
+
+    _state.recorder = Recorder(func)
+    patched = []
+    for module in (getattr(item, "module", None), solution):
+        if module is not None and getattr(module, _state.entry, None) is func:
+            patched.append((module, _state.entry, func))
+            setattr(module, _state.entry, _state.recorder)
+    return patched
+
+
+def _behaviour(item):
+    """The finding of a failed test (None when there is nothing to compare)."""
+    rec, _state.recorder = _state.recorder, None
+    if rec is None:
+        return None
+    try:
+        from reprolab import codegen_behaviour as b
+
+        ref = b.load_reference(_state.reference, _state.entry)
+        solution = __import__("sys").modules.get("solution")
+        cand_src = b.source_of(solution.__file__) if getattr(solution, "__file__", None) else ""
+        return b.analyse(rec, ref, cand_src, b.source_of(_state.reference), _state.entry)
+    except BaseException as e:  # noqa: BLE001 - evidence must never break the record
+        return {"finding": "unavailable", "note": f"{type(e).__name__}: {_safe_str(e)[:200]}"}
+
+
+@_hookwrapper
 def pytest_runtest_makereport(item, call):
     """Keep the real exception of a failing phase; the report only has its text."""
     outcome = yield
@@ -186,6 +245,10 @@ def pytest_runtest_makereport(item, call):
     kind = _type_name(exc.type)
     message = _safe_str(exc.value)
     _state.excinfo[(item.nodeid, call.when)] = (kind, message, _is_oom(kind, message))
+    if call.when == "call" and not _is_oom(kind, message):
+        finding = _behaviour(item)
+        if finding is not None:
+            _state.behaviour[item.nodeid] = finding
 
 
 def pytest_runtest_logreport(report):
@@ -218,6 +281,8 @@ def pytest_runtest_logreport(report):
         rec["message"] = _truncate(message, MAX_MESSAGE, keep_end=False)
         rec["traceback"] = _truncate(report.longreprtext or "", MAX_TRACEBACK, keep_end=True)
         rec["oom"] = bool(oom) or _is_oom(kind, message)
+        if report.nodeid in _state.behaviour:
+            rec["behaviour"] = _state.behaviour[report.nodeid]
         if rec["oom"]:
             _stop_on_oom()
 

@@ -146,6 +146,7 @@ mod tests {
             }),
             taxonomy: None,
             refinement: None,
+            expected: None,
             wall_s,
             tests_s: 0.25,
             timeout_s: 5.0,

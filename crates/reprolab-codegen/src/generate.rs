@@ -132,6 +132,7 @@ pub async fn generate_missing(
                 task_id: task.id.clone(),
                 sample,
                 completion,
+                expected_label: None,
             };
             append_generation(out, &g).map_err(|source| GenerateError::Write {
                 path: out.to_path_buf(),
@@ -192,6 +193,7 @@ mod tests {
             task_id: "a".into(),
             sample: 1,
             completion: "old".into(),
+            expected_label: None,
         }];
         let g = Echo {
             calls: Mutex::new(vec![]),

@@ -9,7 +9,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::task::{FileError, LineShape, SelectError, Task, describe, read_jsonl};
+use crate::task::{Fields, FileError, LineShape, SelectError, Task, describe, read_jsonl};
+use crate::taxonomy::{Category, ExpectedLabel, Subtype};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Generation {
@@ -17,6 +18,122 @@ pub struct Generation {
     pub sample: u32,
     /// The raw model output; code extraction is applied to it.
     pub completion: String,
+    /// The failure label this answer should get (for scoring the taxonomy's agreement).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_label: Option<ExpectedLabel>,
+}
+
+/// `expected_label`: a category (`"Wrong input type"`, `"wrong_input_type"`) or an object
+/// `{"category", "subtype"}` (subtype optional), names or Deep-Bench's titles.
+fn read_expected(f: &mut Fields) -> Option<Option<ExpectedLabel>> {
+    let categories = || {
+        Category::ALL
+            .iter()
+            .map(|c| c.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let category = |f: &mut Fields, field: &str, s: &str| -> Option<Category> {
+        let c = Category::parse(s);
+        if c.is_none() {
+            let names: Vec<String> = Category::ALL.iter().map(|c| c.name()).collect();
+            let hint = reprolab_core::error::did_you_mean(s, names.iter().map(String::as_str))
+                .map(|h| format!(" ({h})"))
+                .unwrap_or_default();
+            f.issue(
+                field,
+                format!(
+                    "found {s:?}, expected a failure category (a name or Deep-Bench's title): {}{hint}",
+                    categories()
+                ),
+            );
+        }
+        c
+    };
+    match f.obj.get("expected_label") {
+        None | Some(Value::Null) => Some(None),
+        Some(Value::String(s)) => {
+            let s = s.clone();
+            category(f, "expected_label", &s).map(|category| {
+                Some(ExpectedLabel {
+                    category,
+                    subtype: None,
+                })
+            })
+        }
+        Some(Value::Object(o)) => {
+            let o = o.clone();
+            let cat = match o.get("category") {
+                Some(Value::String(s)) => category(f, "expected_label.category", s),
+                other => {
+                    f.issue(
+                        "expected_label.category",
+                        format!(
+                            "found {}, expected a failure category",
+                            other.map_or("nothing".into(), describe)
+                        ),
+                    );
+                    None
+                }
+            };
+            let sub = match o.get("subtype") {
+                None | Some(Value::Null) => Some(None),
+                Some(Value::String(s)) => match Subtype::parse(s) {
+                    Some(t) if cat.is_none_or(|c| t.category().is_none_or(|tc| tc == c)) => {
+                        Some(Some(t))
+                    }
+                    Some(t) => {
+                        f.issue(
+                            "expected_label.subtype",
+                            format!(
+                                "{s:?} is a subtype of {}, not of the category given",
+                                t.category().map_or(String::new(), |c| c.name())
+                            ),
+                        );
+                        None
+                    }
+                    None => {
+                        f.issue(
+                            "expected_label.subtype",
+                            format!("found {s:?}, expected a DL subtype of the taxonomy"),
+                        );
+                        None
+                    }
+                },
+                Some(other) => {
+                    f.issue(
+                        "expected_label.subtype",
+                        format!("found {}, expected a string", describe(other)),
+                    );
+                    None
+                }
+            };
+            for k in o
+                .keys()
+                .filter(|k| !["category", "subtype"].contains(&k.as_str()))
+            {
+                let hint = reprolab_core::error::did_you_mean(k, ["category", "subtype"])
+                    .map(|h| format!(" ({h})"))
+                    .unwrap_or_default();
+                f.issue(
+                    &format!("expected_label.{k}"),
+                    format!("unknown field; expected category and subtype{hint}"),
+                );
+            }
+            let (category, subtype) = (cat?, sub?);
+            Some(Some(ExpectedLabel { category, subtype }))
+        }
+        Some(other) => {
+            f.issue(
+                "expected_label",
+                format!(
+                    "found {}, expected a category or {{\"category\", \"subtype\"}}",
+                    describe(other)
+                ),
+            );
+            None
+        }
+    }
 }
 
 /// Parse a generations file's text; every problem is reported with file, line and field.
@@ -48,8 +165,17 @@ pub fn parse_generations(text: &str, file: &Path) -> Result<Vec<Generation>, Fil
                 None
             }
         };
-        f.unknown_fields(&["task_id", "sample", "completion", "model", "temperature"]);
-        let (task_id, sample, completion) = (task_id?, sample?, completion?);
+        let expected_label = read_expected(f);
+        f.unknown_fields(&[
+            "task_id",
+            "sample",
+            "completion",
+            "model",
+            "temperature",
+            "expected_label",
+        ]);
+        let (task_id, sample, completion, expected_label) =
+            (task_id?, sample?, completion?, expected_label?);
         if let Some(first) = seen.get(&(task_id.clone(), sample)) {
             f.issue(
                 "sample",
@@ -64,6 +190,7 @@ pub fn parse_generations(text: &str, file: &Path) -> Result<Vec<Generation>, Fil
             task_id,
             sample,
             completion,
+            expected_label,
         })
     });
     if issues.is_empty() {
@@ -165,6 +292,17 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok[0].sample, 2);
+        let e = parse_generations(
+            "{\"task_id\": \"a\", \"sample\": 0, \"completoin\": \"x\"}\n",
+            Path::new("g.jsonl"),
+        )
+        .unwrap_err();
+        let m = e.issues[e.issues.len() - 1].to_string();
+        assert!(
+            m.starts_with("g.jsonl:1: field `completoin`: unknown field")
+                && m.ends_with("(did you mean 'completion'?)"),
+            "{m}"
+        );
     }
 
     #[test]
@@ -175,6 +313,7 @@ mod tests {
             task_id: "t".into(),
             sample: 3,
             completion: "```python\nx\n```".into(),
+            expected_label: None,
         };
         append_generation(&p, &g).unwrap();
         append_generation(

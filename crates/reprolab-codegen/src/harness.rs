@@ -244,7 +244,7 @@ impl Harness {
     ) -> Result<String, HarnessError> {
         let o = &self.inner.opts;
         let parts = [
-            "codegen-v1".to_string(),
+            "codegen-v2".to_string(),
             self.fingerprint(task)?,
             format!("{role:?}"),
             sample.to_string(),
@@ -687,6 +687,7 @@ fn build_result(
             kind: f.map_or("", |f| f.kind.as_str()),
             message: f.map_or("", |f| f.message.as_str()),
             traceback: f.map_or("", |f| f.traceback.as_str()),
+            behaviour: judged.behaviour(),
         })
     } else {
         None
@@ -705,6 +706,7 @@ fn build_result(
         failure: judged.failure,
         taxonomy,
         refinement: None,
+        expected: None,
         wall_s,
         tests_s: judged.tests_s,
         timeout_s: job.timeout_s,
@@ -778,13 +780,31 @@ impl Inner {
     fn prepare(&self, job: &Job, workdir: &Path, n: u64) -> std::io::Result<TestRequest> {
         let src = workdir.join("src");
         let (args, check): (Vec<String>, Vec<String>) = match &job.task.kind {
-            TaskKind::Function { test, .. } => {
+            TaskKind::Function {
+                test,
+                reference,
+                entry_point,
+                ..
+            } => {
                 std::fs::create_dir_all(&src)?;
                 std::fs::write(src.join("solution.py"), job.code.as_deref().unwrap_or(""))?;
                 std::fs::write(src.join("test_task.py"), test)?;
                 // Stops pytest's search for a configuration above the scratch directory.
                 std::fs::write(src.join("pytest.ini"), "[pytest]\n")?;
-                (vec!["test_task.py".into()], vec!["solution.py".into()])
+                let mut args = vec!["test_task.py".to_string()];
+                if job.role != Role::Reference {
+                    // Behaviour evidence: on a failed test the plugin runs the reference (outside
+                    // the tests' directory, so they cannot import it) on the test's calls.
+                    let path = workdir.join("reference.py");
+                    std::fs::write(&path, reference)?;
+                    args.extend([
+                        "--reprolab-reference".to_string(),
+                        path.to_string_lossy().into_owned(),
+                        "--reprolab-entry".to_string(),
+                        entry_point.clone(),
+                    ]);
+                }
+                (args, vec!["solution.py".into()])
             }
             TaskKind::Repository {
                 repo, file, tests, ..

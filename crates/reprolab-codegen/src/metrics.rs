@@ -95,6 +95,111 @@ pub struct Classified {
     pub changes: Vec<LabelChange>,
 }
 
+/// How one expected category fared: labelled failing samples and how many got it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgreementRow {
+    pub category: Category,
+    pub category_title: String,
+    pub labelled: u64,
+    pub agreed: u64,
+}
+
+/// One cell of the confusion table: expected category, given category, count.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfusionCell {
+    pub expected: Category,
+    pub given: Category,
+    pub count: u64,
+}
+
+/// Taxonomy agreement over the failing samples whose answer carried an `expected_label`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Agreement {
+    /// Failing samples with an expected label, and how many got its category.
+    pub labelled: u64,
+    pub agreed: u64,
+    /// `agreed / labelled`.
+    pub rate: f64,
+    /// Those whose expected label names a subtype, and how many got category and subtype.
+    pub subtype_labelled: u64,
+    pub subtype_agreed: u64,
+    /// Samples with an expected label that did not fail (passed, no code): not scored.
+    pub not_failing: u64,
+    pub per_label: Vec<AgreementRow>,
+    pub confusion: Vec<ConfusionCell>,
+}
+
+/// Agreement of the samples' labels (the classifier's where it gave one) with the expected
+/// labels; `None` when no sample carries one.
+pub fn agreement(samples: &[&SampleResult]) -> Option<Agreement> {
+    let mut a = Agreement::default();
+    let mut per: BTreeMap<Category, (u64, u64)> = BTreeMap::new();
+    let mut confusion: BTreeMap<(Category, Category), u64> = BTreeMap::new();
+    let mut any = false;
+    for s in samples {
+        let Some(e) = &s.expected else { continue };
+        any = true;
+        let Some(l) = &s.taxonomy else {
+            a.not_failing += 1;
+            continue;
+        };
+        a.labelled += 1;
+        let ok = e.category == l.category;
+        let row = per.entry(e.category).or_default();
+        row.0 += 1;
+        if ok {
+            a.agreed += 1;
+            row.1 += 1;
+        }
+        if e.subtype.is_some() {
+            a.subtype_labelled += 1;
+            if e.agrees(l) {
+                a.subtype_agreed += 1;
+            }
+        }
+        *confusion.entry((e.category, l.category)).or_default() += 1;
+    }
+    if !any {
+        return None;
+    }
+    a.rate = if a.labelled > 0 {
+        a.agreed as f64 / a.labelled as f64
+    } else {
+        0.0
+    };
+    a.per_label = per
+        .into_iter()
+        .map(|(c, (labelled, agreed))| AgreementRow {
+            category: c,
+            category_title: c.title().into(),
+            labelled,
+            agreed,
+        })
+        .collect();
+    a.confusion = confusion
+        .into_iter()
+        .map(|((expected, given), count)| ConfusionCell {
+            expected,
+            given,
+            count,
+        })
+        .collect();
+    Some(a)
+}
+
+/// A failure a behaviour rule labelled, with what it saw.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BehaviourRow {
+    pub task_id: String,
+    pub sample: u32,
+    pub category: Category,
+    pub subtype: Subtype,
+    pub rule: String,
+    pub evidence: String,
+    /// The expected category, when the generations file gave one.
+    pub expected: Option<Category>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Excluded {
     pub task_id: String,
@@ -132,6 +237,10 @@ pub struct Summary {
     pub failures: u64,
     /// `None` when no classifier was asked.
     pub classifier: Option<Classified>,
+    /// Taxonomy agreement with the generations' expected labels; `None` when none has one.
+    pub agreement: Option<Agreement>,
+    /// The failures labelled by what the code did (`behaviour_*` rules), with the evidence.
+    pub behaviour: Vec<BehaviourRow>,
     pub excluded: Vec<Excluded>,
     pub timing: Timing,
 }
@@ -375,6 +484,26 @@ pub fn summarize(results: &[SampleResult], references: &[SampleResult]) -> Summa
         rules,
         failures,
         classifier: classified(&counted),
+        agreement: agreement(&counted),
+        behaviour: counted
+            .iter()
+            .filter_map(|s| {
+                let l = s.taxonomy.as_ref()?;
+                let evidence = l
+                    .evidence
+                    .clone()
+                    .or_else(|| s.refinement.as_ref().and_then(|f| f.rules.evidence.clone()))?;
+                Some(BehaviourRow {
+                    task_id: s.task_id.clone(),
+                    sample: s.sample,
+                    category: l.category,
+                    subtype: l.subtype,
+                    rule: l.rule.clone(),
+                    evidence,
+                    expected: s.expected.map(|e| e.category),
+                })
+            })
+            .collect(),
         excluded,
         timing,
     }
@@ -412,8 +541,10 @@ mod tests {
                 subtype: Subtype::TypeMismatch,
                 rule: "type_mismatch".into(),
                 source: LabelSource::Rules,
+                evidence: None,
             }),
             refinement: None,
+            expected: None,
             wall_s: 1.0,
             tests_s: 0.25,
             timeout_s: 5.0,
@@ -493,6 +624,57 @@ mod tests {
         assert_eq!(s.taxonomy[0].count, 17);
         assert_eq!(s.rules["type_mismatch"], 17);
         assert!((s.timing.mean_overhead_s - 0.75).abs() < 1e-12);
+    }
+
+    #[test]
+    fn agreement_counts_labelled_failures_per_label_with_a_confusion_table() {
+        use crate::taxonomy::ExpectedLabel;
+        let mut results: Vec<SampleResult> = (0..5)
+            .map(|i| sample("a", i, Status::Fail, Stage::Training))
+            .collect();
+        results.push(sample("a", 5, Status::Pass, Stage::Training));
+        results.push(sample("a", 6, Status::Fail, Stage::Training));
+        let exp = |c: Category, s: Option<Subtype>| {
+            Some(ExpectedLabel {
+                category: c,
+                subtype: s,
+            })
+        };
+        // every failure is labelled wrong_input_type / type_mismatch by `sample`
+        results[0].expected = exp(Category::WrongInputType, None);
+        results[1].expected = exp(Category::WrongInputType, Some(Subtype::TypeMismatch));
+        results[2].expected = exp(Category::WrongInputType, Some(Subtype::TensorShapeMismatch));
+        results[3].expected = exp(Category::MissingCornerCase, None);
+        results[4].expected = exp(Category::MissingCornerCase, None);
+        results[5].expected = exp(Category::MissingCornerCase, None); // passed: not scored
+        let s = summarize(&results, &[]);
+        let a = s.agreement.unwrap();
+        assert_eq!((a.labelled, a.agreed, a.not_failing), (5, 3, 1));
+        assert!((a.rate - 0.6).abs() < 1e-12);
+        assert_eq!((a.subtype_labelled, a.subtype_agreed), (2, 1));
+        assert_eq!(
+            a.per_label,
+            vec![
+                AgreementRow {
+                    category: Category::MissingCornerCase,
+                    category_title: "Missing Corner Case".into(),
+                    labelled: 2,
+                    agreed: 0
+                },
+                AgreementRow {
+                    category: Category::WrongInputType,
+                    category_title: "Wrong Input Type".into(),
+                    labelled: 3,
+                    agreed: 3
+                },
+            ]
+        );
+        assert!(a.confusion.contains(&ConfusionCell {
+            expected: Category::MissingCornerCase,
+            given: Category::WrongInputType,
+            count: 2
+        }));
+        assert!(summarize(&results[6..], &[]).agreement.is_none());
     }
 
     #[test]

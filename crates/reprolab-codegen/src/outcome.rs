@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::extract::Origin;
 use crate::refine::{Refinement, Verdict};
 use crate::task::Labels;
-use crate::taxonomy::Label;
+use crate::taxonomy::{Behaviour, ExpectedLabel, Label};
 
 /// The status of a sample, from best to least informative. Timeouts, memory and output limits
 /// and infrastructure errors are kept apart from test failures.
@@ -76,6 +76,10 @@ pub struct TestOutcome {
     pub traceback: Option<String>,
     #[serde(default)]
     pub oom: bool,
+    /// For a failed test of a function task: the generated function next to the reference on
+    /// the test's calls (see [`Behaviour`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behaviour: Option<Behaviour>,
 }
 
 /// The failure a sample is judged by: the first failing test, or what stopped the tests.
@@ -126,6 +130,9 @@ pub struct SampleResult {
     /// The LLM classifier's opinion and the rules' label, when one was asked (`--classify-llm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refinement: Option<Refinement>,
+    /// The label the generations file expects for this answer (`expected_label`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<ExpectedLabel>,
     /// Harness wall time for the sample: work directory, start, pytest, result.
     pub wall_s: f64,
     /// The tests' own run time as pytest reports it (setup + call + teardown of every test).
@@ -141,6 +148,28 @@ pub struct SampleResult {
     pub cached: bool,
     /// The cache key.
     pub key: String,
+}
+
+impl Judged {
+    /// The behaviour finding to label the failure by: the failing test's, or when that one
+    /// says nothing, the first informative one of another failed test.
+    pub fn behaviour(&self) -> Option<&Behaviour> {
+        let nodeid = self.failure.as_ref().and_then(|f| f.nodeid.as_deref());
+        let failed = || {
+            self.tests
+                .iter()
+                .filter(|t| t.outcome == "failed" || t.outcome == "error")
+        };
+        failed()
+            .find(|t| Some(t.nodeid.as_str()) == nodeid)
+            .and_then(|t| t.behaviour.as_ref())
+            .filter(|b| b.is_informative())
+            .or_else(|| {
+                failed()
+                    .filter_map(|t| t.behaviour.as_ref())
+                    .find(|b| b.is_informative())
+            })
+    }
 }
 
 impl SampleResult {

@@ -195,6 +195,7 @@ fn question(
         kind: f.map_or("", |f| f.kind.as_str()),
         message: f.map_or("", |f| f.message.as_str()),
         traceback: f.map_or("", |f| f.traceback.as_str()),
+        behaviour: None,
     };
     let prompt = refine_prompt(
         task_prompt,
@@ -233,6 +234,7 @@ fn settle(r: &mut SampleResult, model: &str, rules: Label, answer: Result<String
                     subtype,
                     rule: rules.rule.clone(),
                     source: LabelSource::Llm,
+                    evidence: None,
                 },
                 String::new(),
             ),
@@ -318,6 +320,7 @@ mod tests {
             kind: &failure.kind,
             message: &failure.message,
             traceback: "",
+            behaviour: None,
         });
         SampleResult {
             task_id: "t".into(),
@@ -337,6 +340,7 @@ mod tests {
             failure: Some(failure),
             taxonomy,
             refinement: None,
+            expected: None,
             wall_s: 1.0,
             tests_s: 0.5,
             timeout_s: 5.0,

@@ -6,7 +6,7 @@
 use reprolab_report::{Cell, Figure, Report, Section, Table, svg};
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::{Classified, GroupRow, Summary};
+use crate::metrics::{Agreement, Classified, GroupRow, Summary};
 use crate::outcome::Status;
 use crate::taxonomy::{Category, Subtype};
 
@@ -99,6 +99,84 @@ fn group_figure(name: &str, title: &str, rows: &[GroupRow], ks: &[u64]) -> Optio
         svg: svg::bar_chart(&format!("pass@1 {title}"), "pass@1 (%)", &bars, Some(100.0)),
     })
 }
+
+/// Agreement with the expected labels: a sentence, per expected category, and a confusion table
+/// (rows: expected category; columns: the category given).
+fn agreement_parts(a: &Agreement) -> (String, Vec<Table>) {
+    let mut text = format!(
+        "{} failing samples carry an expected label; {} got its category ({}).",
+        a.labelled,
+        a.agreed,
+        pct(a.rate)
+    );
+    if a.subtype_labelled > 0 {
+        text.push_str(&format!(
+            " Of the {} that name a subtype, {} got category and subtype.",
+            a.subtype_labelled, a.subtype_agreed
+        ));
+    }
+    if a.not_failing > 0 {
+        text.push_str(&format!(
+            " {} samples with an expected label did not fail and are not scored.",
+            a.not_failing
+        ));
+    }
+    let per = Table {
+        caption: "Taxonomy agreement per expected category".into(),
+        headers: vec![
+            "expected category".into(),
+            "labelled".into(),
+            "agreed".into(),
+            "agreement".into(),
+        ],
+        rows: a
+            .per_label
+            .iter()
+            .map(|r| {
+                vec![
+                    Cell::from(r.category_title.clone()),
+                    Cell::from(r.labelled.to_string()),
+                    Cell::from(r.agreed.to_string()),
+                    Cell::from(pct(r.agreed as f64 / r.labelled.max(1) as f64)),
+                ]
+            })
+            .collect(),
+    };
+    let mut given: Vec<Category> = a.confusion.iter().map(|c| c.given).collect();
+    given.sort();
+    given.dedup();
+    let mut headers = vec!["expected \\ given".to_string()];
+    headers.extend(given.iter().map(|c| c.title().to_string()));
+    let rows = a
+        .per_label
+        .iter()
+        .map(|r| {
+            let mut row = vec![Cell::from(r.category_title.clone())];
+            row.extend(given.iter().map(|g| {
+                let n = a
+                    .confusion
+                    .iter()
+                    .find(|c| c.expected == r.category && c.given == *g)
+                    .map_or(0, |c| c.count);
+                Cell::from(if n == 0 {
+                    "·".to_string()
+                } else {
+                    n.to_string()
+                })
+            }));
+            row
+        })
+        .collect();
+    let confusion = Table {
+        caption: "Confusion of expected and given categories".into(),
+        headers,
+        rows,
+    };
+    (text, vec![per, confusion])
+}
+
+/// Rows of the behaviour evidence table at most.
+const BEHAVIOUR_ROWS: usize = 200;
 
 /// What the LLM classifier did, in a sentence.
 fn classifier_text(c: &Classified) -> String {
@@ -318,6 +396,60 @@ pub fn build(title: &str, info: &RunInfo, s: &Summary, incomplete: Option<&str>)
             rows: rules_rows,
         },
     ];
+    if let Some(a) = &s.agreement {
+        let (text, t) = agreement_parts(a);
+        paragraphs.push(text);
+        tables.extend(t);
+    }
+    if !s.behaviour.is_empty() {
+        paragraphs.push(format!(
+            "{} failures were labelled by what the code did: on the failing test's calls the \
+             generated and the reference function ran on the same arguments and were compared \
+             (exception and where it was raised, output kind, shape, dtype, values, arguments \
+             the generation never reads, branches the reference takes). Their evidence is below{}.",
+            s.behaviour.len(),
+            if s.behaviour.len() > BEHAVIOUR_ROWS {
+                format!(" (the first {BEHAVIOUR_ROWS})")
+            } else {
+                String::new()
+            }
+        ));
+        let with_expected = s.behaviour.iter().any(|b| b.expected.is_some());
+        let mut headers = vec![
+            "task".to_string(),
+            "sample".into(),
+            "label".into(),
+            "rule".into(),
+        ];
+        if with_expected {
+            headers.push("expected".into());
+        }
+        headers.push("evidence".into());
+        tables.push(Table {
+            caption: "Behaviour evidence".into(),
+            headers,
+            rows: s
+                .behaviour
+                .iter()
+                .take(BEHAVIOUR_ROWS)
+                .map(|b| {
+                    let mut row = vec![
+                        Cell::from(b.task_id.clone()),
+                        Cell::from(b.sample.to_string()),
+                        Cell::from(format!("{} / {}", b.category.title(), b.subtype.title())),
+                        Cell::from(b.rule.clone()),
+                    ];
+                    if with_expected {
+                        row.push(Cell::from(
+                            b.expected.map_or("–", |c| c.title()).to_string(),
+                        ));
+                    }
+                    row.push(Cell::from(b.evidence.clone()));
+                    row
+                })
+                .collect(),
+        });
+    }
     if let Some(c) = &s.classifier {
         paragraphs.push(classifier_text(c));
         if !c.changes.is_empty() {

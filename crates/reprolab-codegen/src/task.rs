@@ -385,9 +385,12 @@ impl Fields<'_> {
             .cloned()
             .collect();
         for k in unknown {
+            let hint = reprolab_core::error::did_you_mean(&k, known.iter().copied())
+                .map(|h| format!(" ({h})"))
+                .unwrap_or_default();
             self.issue(
                 &k,
-                format!("unknown field; expected one of: {}", known.join(", ")),
+                format!("unknown field; expected one of: {}{hint}", known.join(", ")),
             );
         }
     }
@@ -511,9 +514,12 @@ fn read_labels(f: &mut Fields) -> Option<Labels> {
         .keys()
         .find(|k| !["stage", "task", "data"].contains(&k.as_str()))
     {
+        let hint = reprolab_core::error::did_you_mean(extra, ["stage", "task", "data"])
+            .map(|h| format!(" ({h})"))
+            .unwrap_or_default();
         f.issue(
             &format!("labels.{extra}"),
-            "unknown label; expected stage, task and data",
+            format!("unknown label; expected stage, task and data{hint}"),
         );
     }
     Some(Labels {
@@ -928,6 +934,12 @@ mod tests {
             "{m:#?}"
         );
         assert!(has("field `timeot_s`: unknown field"), "{m:#?}");
+        assert!(
+            m.iter().any(|x| x.starts_with("/nowhere/tasks.jsonl:")
+                && x.contains("field `timeot_s`: unknown field")
+                && x.ends_with("(did you mean 'timeout_s'?)")),
+            "{m:#?}"
+        );
         assert!(e.to_string().starts_with("6 problems:"), "{e}");
     }
 

@@ -22,8 +22,11 @@ use serde::{Deserialize, Serialize};
 use crate::outcome::Status;
 
 /// Deep-Bench's bug categories.
+///
+/// Read (from a generations file, a results file or a classifier's answer) by
+/// [`Category::parse`]: the internal name or Deep-Bench's title, in any case and punctuation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", try_from = "String")]
 pub enum Category {
     Misinterpretation,
     SyntaxError,
@@ -42,8 +45,10 @@ pub enum Category {
 }
 
 /// The DL-specific subtypes of appendix E, plus "not DL-related".
+///
+/// Read by [`Subtype::parse`], which also takes the paper's wording of each subtype.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", try_from = "String")]
 pub enum Subtype {
     IncorrectDlLibraryUsage,
     ShapeDimensionMismatch,
@@ -192,6 +197,163 @@ impl Subtype {
     }
 }
 
+/// `Operation/calculation error` -> `operation_calculation_error`: lowercase ASCII letters and
+/// digits, every other run of characters one `_`.
+fn normalize(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.trim().chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_end_matches('_').to_string()
+}
+
+/// The paper's (and the reference notes') wordings of subtypes that differ from [`Subtype::title`].
+const SUBTYPE_ALIASES: &[(&str, Subtype)] = &[
+    (
+        "incorrect DL library usage",
+        Subtype::IncorrectDlLibraryUsage,
+    ),
+    (
+        "incorrect DL framework usage",
+        Subtype::IncorrectDlLibraryUsage,
+    ),
+    (
+        "incorrect DL functionality",
+        Subtype::IncorrectDlFunctionality,
+    ),
+    (
+        "incorrect ML functionality",
+        Subtype::IncorrectDlFunctionality,
+    ),
+    (
+        "tensor type/value edge cases",
+        Subtype::TensorTypeValueEdgeCase,
+    ),
+    (
+        "tensor type/value edge case",
+        Subtype::TensorTypeValueEdgeCase,
+    ),
+    (
+        "shape/dimension edge cases",
+        Subtype::ShapeDimensionEdgeCase,
+    ),
+    ("shape/dimension edge case", Subtype::ShapeDimensionEdgeCase),
+    (
+        "incorrect DL library arguments",
+        Subtype::IncorrectLibraryArguments,
+    ),
+    (
+        "incorrect DL function library arguments",
+        Subtype::IncorrectLibraryArguments,
+    ),
+    ("type mismatch", Subtype::TypeMismatch),
+    (
+        "missing/undefined DL modules",
+        Subtype::MissingUndefinedDlModule,
+    ),
+    ("dtype casting", Subtype::DtypeCasting),
+    ("dtype casting issues", Subtype::DtypeCasting),
+    ("shape errors in operations", Subtype::ShapeErrorInOperation),
+    (
+        "shape and dimension errors in operation",
+        Subtype::ShapeErrorInOperation,
+    ),
+    ("incorrect algebra", Subtype::IncorrectAlgebra),
+    ("incorrect algebraic calculation", Subtype::IncorrectAlgebra),
+    ("performance issue", Subtype::DlPerformance),
+    (
+        "incorrect tensor constant",
+        Subtype::IncorrectTensorConstant,
+    ),
+    ("not DL related", Subtype::NotDlRelated),
+];
+
+/// The paper's wordings of categories that differ from [`Category::title`].
+const CATEGORY_ALIASES: &[(&str, Category)] = &[
+    ("undefined reference", Category::UndefinedReference),
+    (
+        "incorrect or undefined variable references",
+        Category::UndefinedReference,
+    ),
+    (
+        "incorrect or undefined method references",
+        Category::UndefinedReference,
+    ),
+    ("operation error", Category::OperationCalculationError),
+    ("calculation error", Category::OperationCalculationError),
+];
+
+impl Category {
+    /// The category named by `s`: its internal name (`wrong_input_type`) or Deep-Bench's title
+    /// (`Wrong Input Type`, `Operation/calculation error`, `Incorrect or Undefined
+    /// Variable/Method References`), ignoring case, spaces and punctuation.
+    pub fn parse(s: &str) -> Option<Category> {
+        let n = normalize(s);
+        Category::ALL
+            .iter()
+            .copied()
+            .find(|c| n == c.name() || n == normalize(c.title()))
+            .or_else(|| {
+                CATEGORY_ALIASES
+                    .iter()
+                    .find(|(a, _)| normalize(a) == n)
+                    .map(|(_, c)| *c)
+            })
+    }
+}
+
+impl Subtype {
+    /// The subtype named by `s`: its internal name, its title, or the paper's wording
+    /// (`shape/dimension edge cases`, `dtype casting`), ignoring case, spaces and punctuation.
+    pub fn parse(s: &str) -> Option<Subtype> {
+        let n = normalize(s);
+        Subtype::ALL
+            .iter()
+            .copied()
+            .find(|t| n == t.name() || n == normalize(t.title()))
+            .or_else(|| {
+                SUBTYPE_ALIASES
+                    .iter()
+                    .find(|(a, _)| normalize(a) == n)
+                    .map(|(_, t)| *t)
+            })
+    }
+}
+
+impl TryFrom<String> for Category {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Category::parse(&s).ok_or_else(|| format!("unknown failure category {s:?}"))
+    }
+}
+
+impl TryFrom<String> for Subtype {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Subtype::parse(&s).ok_or_else(|| format!("unknown failure subtype {s:?}"))
+    }
+}
+
+/// The label a wrong answer is expected to get (a generations file's `expected_label`): a
+/// category, and optionally its subtype.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ExpectedLabel {
+    pub category: Category,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subtype: Option<Subtype>,
+}
+
+impl ExpectedLabel {
+    /// Whether `label` agrees: the same category, and the same subtype when one is expected.
+    pub fn agrees(&self, label: &Label) -> bool {
+        self.category == label.category && self.subtype.is_none_or(|s| s == label.subtype)
+    }
+}
+
 /// Who assigned a label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -208,6 +370,272 @@ pub struct Label {
     /// The id of the rule that fired (`fallback` for the catch-all).
     pub rule: String,
     pub source: LabelSource,
+    /// What a behaviour rule saw (`behaviour_*` rules): the difference between the generated
+    /// and the reference function on the failing test's call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+}
+
+/// What the generated function did next to the reference on a failing test's calls: the
+/// finding of `reprolab.codegen_behaviour` (the pytest plugin runs both functions on a copy
+/// of each call's arguments, with the same random state, and compares).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Behaviour {
+    /// `same`, `candidate_raises`, `reference_raises`, `both_raise`, `type`, `shape`, `dtype`,
+    /// `nan`, `values`, `side_effect`, or `unavailable` (the comparison itself failed).
+    pub finding: String,
+    /// The call compared (0-based) and how many the test made.
+    pub call: Option<u32>,
+    pub calls: Option<u32>,
+    /// What each function returned or raised.
+    pub candidate: Option<String>,
+    pub reference: Option<String>,
+    /// The candidate's line that raised and the call it made.
+    pub raised_at: Option<String>,
+    /// `shape`: the candidate's shape is a broadcast of the reference's.
+    pub broadcast: bool,
+    /// `values`: the largest difference relative to the reference's scale, the share of
+    /// mismatched elements, their correlation, a constant ratio, the same values elsewhere, and
+    /// whether they are close (relative error < 0.5, correlation > 0.9).
+    pub rel_error: Option<f64>,
+    pub mismatched: Option<f64>,
+    pub corr: Option<f64>,
+    pub ratio: Option<f64>,
+    pub permuted: bool,
+    pub close: bool,
+    /// `values`: the one value the reference puts wherever the two differ (-1, 0, NaN).
+    pub sentinel: Option<String>,
+    /// An early exit (`if` … `return`/`raise`) the reference took on this input.
+    pub guard: Option<String>,
+    /// Edge features of the input: `empty`, `nan_or_inf`, `constant_column`, `ties`, `large_values`.
+    pub edge: Vec<String>,
+    /// Arguments the call passed that the reference reads and the candidate never reads.
+    pub ignored_args: Vec<String>,
+    /// A library call both make with a keyword argument set differently.
+    pub library_args: Vec<String>,
+    pub side_effect: Option<String>,
+    pub note: Option<String>,
+}
+
+impl Behaviour {
+    /// Whether the comparison says something (the two differed, or an argument is ignored).
+    pub fn is_informative(&self) -> bool {
+        !matches!(self.finding.as_str(), "same" | "unavailable" | "")
+            || !self.ignored_args.is_empty()
+    }
+
+    /// One line for the report.
+    pub fn summary(&self) -> String {
+        let mut parts = vec![self.finding.clone()];
+        if let Some(c) = self.call {
+            parts.push(format!("call {}", c + 1));
+        }
+        if let Some(c) = &self.candidate {
+            parts.push(format!("generated: {c}"));
+        }
+        if let Some(r) = &self.reference {
+            parts.push(format!("reference: {r}"));
+        }
+        if let Some(w) = &self.raised_at {
+            parts.push(format!("raised at {w}"));
+        }
+        if let Some(x) = self.rel_error {
+            parts.push(format!("relative error {x:.3}"));
+        }
+        if let Some(x) = self.ratio {
+            parts.push(format!("ratio {x:.4}"));
+        }
+        if self.permuted {
+            parts.push("same values, other places".into());
+        }
+        if let Some(s) = &self.sentinel {
+            parts.push(format!("reference puts {s} where they differ"));
+        }
+        if let Some(g) = &self.guard {
+            parts.push(format!("reference took `if {g}`"));
+        }
+        if !self.edge.is_empty() {
+            parts.push(format!("input: {}", self.edge.join(", ")));
+        }
+        if !self.ignored_args.is_empty() {
+            parts.push(format!("never reads {}", self.ignored_args.join(", ")));
+        }
+        if !self.library_args.is_empty() {
+            parts.push(format!("library call {}", self.library_args.join(", ")));
+        }
+        if let Some(s) = &self.side_effect {
+            parts.push(s.clone());
+        }
+        parts.join("; ")
+    }
+}
+
+/// The behaviour rules, in the order they are tried, with their label (documentation; the
+/// logic is [`behaviour_rule`]).
+pub const BEHAVIOUR_RULES: &[(&str, Category, Subtype, &str)] = &[
+    (
+        "behaviour_ignored_argument",
+        Category::Misinterpretation,
+        Subtype::IncorrectDlFunctionality,
+        "the call passes an argument the reference reads and the generation never reads",
+    ),
+    (
+        "behaviour_library_arguments",
+        Category::WrongInputType,
+        Subtype::IncorrectLibraryArguments,
+        "results differ and both call a library function with a keyword argument set differently",
+    ),
+    (
+        "behaviour_reference_raises",
+        Category::MissingCornerCase,
+        Subtype::NotDlRelated,
+        "the reference rejects the input (raises), the generation returns",
+    ),
+    (
+        "behaviour_both_raise",
+        Category::MissingCornerCase,
+        Subtype::ShapeDimensionEdgeCase,
+        "both raise, differently: the reference checks the input, the generation fails inside",
+    ),
+    (
+        "behaviour_nan",
+        Category::MissingCornerCase,
+        Subtype::TensorTypeValueEdgeCase,
+        "the generation returns NaN or inf where the reference's output is finite",
+    ),
+    (
+        "behaviour_empty_input",
+        Category::MissingCornerCase,
+        Subtype::ShapeDimensionEdgeCase,
+        "the generation raises on an empty input the reference handles",
+    ),
+    (
+        "behaviour_type",
+        Category::Misinterpretation,
+        Subtype::IncorrectDlLibraryUsage,
+        "the outputs differ in kind (tensor, array, number, list, keys, a module's parameters)",
+    ),
+    (
+        "behaviour_shape_broadcast",
+        Category::OperationCalculationError,
+        Subtype::ShapeErrorInOperation,
+        "the generation's shape is a broadcast of the reference's",
+    ),
+    (
+        "behaviour_shape",
+        Category::Misinterpretation,
+        Subtype::ShapeDimensionMismatch,
+        "the output shapes (or lengths) differ",
+    ),
+    (
+        "behaviour_dtype",
+        Category::OperationCalculationError,
+        Subtype::DtypeCasting,
+        "the same values in another dtype",
+    ),
+    (
+        "behaviour_side_effect",
+        Category::Misinterpretation,
+        Subtype::IncorrectDlFunctionality,
+        "the same output, but the arguments (a model's mode, parameters, flags) end up different",
+    ),
+    (
+        "behaviour_sentinel",
+        Category::MissingCornerCase,
+        Subtype::TensorTypeValueEdgeCase,
+        "the reference puts one special value (-1, 0, NaN) where the generation computes ordinary values",
+    ),
+    (
+        "behaviour_permuted",
+        Category::Misinterpretation,
+        Subtype::IncorrectDlFunctionality,
+        "the same values in other places (transposed, reordered)",
+    ),
+    (
+        "behaviour_scaled",
+        Category::OperationCalculationError,
+        Subtype::IncorrectAlgebra,
+        "the output is the reference's times a constant",
+    ),
+    (
+        "behaviour_close",
+        Category::OperationCalculationError,
+        Subtype::IncorrectAlgebra,
+        "close values (relative error < 0.5, correlation > 0.9): a formula slightly off",
+    ),
+    (
+        "behaviour_values",
+        Category::Misinterpretation,
+        Subtype::IncorrectDlFunctionality,
+        "far-off values: the generation computes something else",
+    ),
+];
+
+/// The behaviour rule that matches a failed test's finding, if any; `None` leaves the failure
+/// to the evidence rules (an exception the candidate alone raised, or no difference found).
+pub fn behaviour_rule(b: &Behaviour) -> Option<&'static str> {
+    let f = b.finding.as_str();
+    let differs = !matches!(f, "same" | "unavailable" | "");
+    let id = if !b.ignored_args.is_empty() {
+        "behaviour_ignored_argument"
+    } else if !differs {
+        return None;
+    } else if !b.library_args.is_empty() && matches!(f, "values" | "type" | "shape" | "dtype") {
+        "behaviour_library_arguments"
+    } else {
+        match f {
+            "reference_raises" => "behaviour_reference_raises",
+            "both_raise" => "behaviour_both_raise",
+            "nan" => "behaviour_nan",
+            "candidate_raises" if b.edge.iter().any(|e| e == "empty") => "behaviour_empty_input",
+            "candidate_raises" => return None,
+            "type" => "behaviour_type",
+            "shape" if b.broadcast => "behaviour_shape_broadcast",
+            "shape" => "behaviour_shape",
+            "dtype" => "behaviour_dtype",
+            "side_effect" => "behaviour_side_effect",
+            "values" if b.sentinel.is_some() => "behaviour_sentinel",
+            "values" if b.permuted => "behaviour_permuted",
+            "values" if b.ratio.is_some_and(|r| (r - 1.0).abs() > 1e-6) && !b.close => {
+                "behaviour_scaled"
+            }
+            "values" if b.close => "behaviour_close",
+            "values" => "behaviour_values",
+            _ => return None,
+        }
+    };
+    Some(id)
+}
+
+fn behaviour_label(b: &Behaviour) -> Option<Label> {
+    let id = behaviour_rule(b)?;
+    let &(_, category, mut subtype, _) = BEHAVIOUR_RULES.iter().find(|r| r.0 == id)?;
+    if id == "behaviour_reference_raises" || id == "behaviour_both_raise" {
+        // the edge the reference guards against: an empty or odd-sized input, or values
+        let text = format!(
+            "{} {}",
+            b.candidate.as_deref().unwrap_or(""),
+            b.reference.as_deref().unwrap_or("")
+        );
+        subtype = if b.edge.iter().any(|e| e == "empty")
+            || Regex::new(r"(?i)size|shape|dimension|length|divisible|empty")
+                .is_ok_and(|r| r.is_match(&text))
+        {
+            Subtype::ShapeDimensionEdgeCase
+        } else if b.edge.is_empty() {
+            Subtype::NotDlRelated
+        } else {
+            Subtype::TensorTypeValueEdgeCase
+        };
+    }
+    Some(Label {
+        category,
+        subtype,
+        rule: id.to_string(),
+        source: LabelSource::Rules,
+        evidence: Some(b.summary()),
+    })
 }
 
 /// What a failed sample left behind.
@@ -218,6 +646,8 @@ pub struct Evidence<'a> {
     pub kind: &'a str,
     pub message: &'a str,
     pub traceback: &'a str,
+    /// The comparison with the reference on the failing test's calls (function tasks).
+    pub behaviour: Option<&'a Behaviour>,
 }
 
 struct Rule {
@@ -876,6 +1306,13 @@ pub fn classify(e: &Evidence) -> Option<Label> {
         return None;
     }
     let short = e.kind.rsplit('.').next().unwrap_or(e.kind);
+    // What the code did comes first, for a failed test; statuses and syntax errors keep their
+    // rules (a sample with status `fail` has neither).
+    if e.status == Status::Fail
+        && let Some(label) = e.behaviour.and_then(behaviour_label)
+    {
+        return Some(label);
+    }
     COMPILED.iter().find_map(|c| {
         let r = c.rule;
         let hit = r.status.is_none_or(|s| s == e.status)
@@ -887,6 +1324,7 @@ pub fn classify(e: &Evidence) -> Option<Label> {
             subtype: r.subtype,
             rule: r.id.to_string(),
             source: LabelSource::Rules,
+            evidence: None,
         })
     })
 }
@@ -973,6 +1411,7 @@ mod tests {
             kind: Box::leak(kind.to_string().into_boxed_str()),
             message: Box::leak(message.to_string().into_boxed_str()),
             traceback: "",
+            behaviour: None,
         }
     }
 
@@ -1456,5 +1895,203 @@ mod tests {
         );
         assert_eq!(parse_refinement("no idea"), None);
         assert_eq!(parse_refinement("{\"category\": \"other\"}"), None);
+    }
+
+    #[test]
+    fn deep_bench_titles_are_aliases_of_the_internal_names() {
+        // every category title as the reference notes write it
+        for (title, c) in [
+            ("Misinterpretation", Category::Misinterpretation),
+            ("Syntax error", Category::SyntaxError),
+            ("Silly mistake", Category::SillyMistake),
+            ("Prompt-biased code", Category::PromptBiasedCode),
+            ("Missing corner case", Category::MissingCornerCase),
+            ("Wrong input type", Category::WrongInputType),
+            ("Hallucinated object", Category::HallucinatedObject),
+            ("Wrong attribute", Category::WrongAttribute),
+            (
+                "Non-prompted consideration",
+                Category::NonPromptedConsideration,
+            ),
+            (
+                "Operation/calculation error",
+                Category::OperationCalculationError,
+            ),
+            ("Performance issue", Category::PerformanceIssue),
+            (
+                "Prompt missing information",
+                Category::PromptMissingInformation,
+            ),
+            (
+                "Incorrect or undefined variable/method references",
+                Category::UndefinedReference,
+            ),
+            ("Constant value error", Category::ConstantValueError),
+        ] {
+            assert_eq!(Category::parse(title), Some(c), "{title}");
+            assert_eq!(Category::parse(&c.name()), Some(c));
+            assert_eq!(Category::parse(c.title()), Some(c));
+        }
+        for (title, s) in [
+            (
+                "incorrect DL library usage",
+                Subtype::IncorrectDlLibraryUsage,
+            ),
+            (
+                "shape and dimension mismatch",
+                Subtype::ShapeDimensionMismatch,
+            ),
+            (
+                "tensor type/value edge cases",
+                Subtype::TensorTypeValueEdgeCase,
+            ),
+            (
+                "shape/dimension edge cases",
+                Subtype::ShapeDimensionEdgeCase,
+            ),
+            (
+                "incorrect DL library arguments",
+                Subtype::IncorrectLibraryArguments,
+            ),
+            (
+                "missing or undefined DL modules",
+                Subtype::MissingUndefinedDlModule,
+            ),
+            (
+                "incorrect usage of DL modules",
+                Subtype::IncorrectDlModuleUsage,
+            ),
+            ("dtype casting", Subtype::DtypeCasting),
+            ("shape errors in operations", Subtype::ShapeErrorInOperation),
+            ("incorrect algebra", Subtype::IncorrectAlgebra),
+            ("Not DL-related", Subtype::NotDlRelated),
+        ] {
+            assert_eq!(Subtype::parse(title), Some(s), "{title}");
+        }
+        for s in Subtype::ALL {
+            assert_eq!(Subtype::parse(&s.name()), Some(*s));
+            assert_eq!(Subtype::parse(s.title()), Some(*s));
+        }
+        assert_eq!(Category::parse("typo error"), None);
+        // serde reads titles too, and still writes the internal name
+        let c: Category = serde_json::from_str("\"Operation/Calculation Error\"").unwrap();
+        assert_eq!(c, Category::OperationCalculationError);
+        assert_eq!(
+            serde_json::to_string(&c).unwrap(),
+            "\"operation_calculation_error\""
+        );
+        assert_eq!(
+            parse_refinement(
+                "{\"category\": \"Wrong Input Type\", \"subtype\": \"Type mismatch\"}"
+            ),
+            Some((Category::WrongInputType, Subtype::TypeMismatch))
+        );
+    }
+
+    fn finding(f: &str) -> Behaviour {
+        Behaviour {
+            finding: f.into(),
+            call: Some(0),
+            calls: Some(1),
+            ..Behaviour::default()
+        }
+    }
+
+    #[test]
+    fn behaviour_rules_label_by_what_the_code_did() {
+        let ids = |b: &Behaviour| behaviour_rule(b);
+        assert_eq!(ids(&finding("same")), None);
+        assert_eq!(ids(&finding("unavailable")), None);
+        // an exception the generation alone raised goes to the evidence rules
+        assert_eq!(ids(&finding("candidate_raises")), None);
+        let mut b = finding("candidate_raises");
+        b.edge = vec!["empty".into()];
+        assert_eq!(ids(&b), Some("behaviour_empty_input"));
+        let mut b = finding("same");
+        b.ignored_args = vec!["lengths".into()];
+        assert_eq!(ids(&b), Some("behaviour_ignored_argument"));
+        let mut b = finding("values");
+        b.library_args = vec!["hann_window(periodic=False vs True)".into()];
+        assert_eq!(ids(&b), Some("behaviour_library_arguments"));
+        assert_eq!(
+            ids(&finding("reference_raises")),
+            Some("behaviour_reference_raises")
+        );
+        assert_eq!(ids(&finding("both_raise")), Some("behaviour_both_raise"));
+        assert_eq!(ids(&finding("nan")), Some("behaviour_nan"));
+        assert_eq!(ids(&finding("type")), Some("behaviour_type"));
+        let mut b = finding("shape");
+        assert_eq!(ids(&b), Some("behaviour_shape"));
+        b.broadcast = true;
+        assert_eq!(ids(&b), Some("behaviour_shape_broadcast"));
+        assert_eq!(ids(&finding("dtype")), Some("behaviour_dtype"));
+        assert_eq!(ids(&finding("side_effect")), Some("behaviour_side_effect"));
+        let mut v = finding("values");
+        assert_eq!(ids(&v), Some("behaviour_values"));
+        v.close = true;
+        assert_eq!(ids(&v), Some("behaviour_close"));
+        v.close = false;
+        v.ratio = Some(0.5);
+        assert_eq!(ids(&v), Some("behaviour_scaled"));
+        v.permuted = true;
+        assert_eq!(ids(&v), Some("behaviour_permuted"));
+        v.sentinel = Some("-1.0".into());
+        assert_eq!(ids(&v), Some("behaviour_sentinel"));
+        // every rule the function names is documented, in order
+        let documented: Vec<&str> = BEHAVIOUR_RULES.iter().map(|r| r.0).collect();
+        assert_eq!(documented.len(), 16);
+    }
+
+    #[test]
+    fn a_failed_test_is_labelled_by_behaviour_before_its_assertion() {
+        // before: every allclose failure was a calculation error
+        let mut e = fail(
+            "AssertionError",
+            "Tensor-likes are not close!\n\nMismatched elements: 4 / 4 (100.0%)",
+        );
+        assert_eq!(classify(&e).unwrap().rule, "assert_close");
+        let b = Behaviour {
+            candidate: Some("output: tensor shape (4,) dtype float32".into()),
+            ignored_args: vec!["lengths".into()],
+            ..finding("values")
+        };
+        e.behaviour = Some(Box::leak(Box::new(b)));
+        let l = classify(&e).unwrap();
+        assert_eq!(
+            (l.category, l.subtype, l.rule.as_str()),
+            (
+                Category::Misinterpretation,
+                Subtype::IncorrectDlFunctionality,
+                "behaviour_ignored_argument"
+            )
+        );
+        assert!(
+            l.evidence
+                .as_deref()
+                .unwrap()
+                .contains("never reads lengths"),
+            "{l:?}"
+        );
+        // the reference rejects an odd-sized input the generation lets through
+        let b = Behaviour {
+            candidate: Some("RuntimeError: Sizes of tensors must match".into()),
+            reference: Some("ValueError: height and width must be divisible by 4".into()),
+            ..finding("both_raise")
+        };
+        e.behaviour = Some(Box::leak(Box::new(b)));
+        let l = classify(&e).unwrap();
+        assert_eq!(
+            (l.category, l.subtype),
+            (Category::MissingCornerCase, Subtype::ShapeDimensionEdgeCase)
+        );
+        // statuses keep their rules
+        let e = with_status(e, Status::Timeout);
+        assert_eq!(classify(&e).unwrap().rule, "timeout");
+        // a finding read from the plugin's JSON, unknown keys ignored
+        let b: Behaviour = serde_json::from_str(
+            r#"{"finding": "values", "rel_error": 0.01, "close": true, "edge": ["ties"], "new": 1}"#,
+        )
+        .unwrap();
+        assert_eq!(behaviour_rule(&b), Some("behaviour_close"));
     }
 }

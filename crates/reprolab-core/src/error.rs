@@ -168,10 +168,7 @@ impl fmt::Display for Issue {
 }
 
 /// The candidate closest to `word`, if close enough to be a likely typo.
-pub(crate) fn closest<'a>(
-    word: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
+pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let w = word.to_lowercase();
     let limit = (w.chars().count() / 3).clamp(1, 3);
     candidates
@@ -184,7 +181,7 @@ pub(crate) fn closest<'a>(
 }
 
 /// `did you mean 'lr'?` for a key close to `word`.
-pub(crate) fn did_you_mean<'a>(
+pub fn did_you_mean<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {

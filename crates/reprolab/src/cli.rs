@@ -41,7 +41,7 @@ pub struct Global {
     /// environment reprolab manages.
     #[arg(long, global = true, value_name = "PATH")]
     pub python: Option<PathBuf>,
-    /// Parallel trainings. Default: the number of cores.
+    /// Parallel trainings (in `codegen`: parallel samples). Default: the number of cores.
     #[arg(long, short = 'j', global = true, value_name = "N")]
     pub workers: Option<usize>,
     /// Retrain even what the store already knows (results are still stored).
@@ -1147,7 +1147,7 @@ pub enum CodegenCommand {
 reference does not pass (with the exception type and message), whose test has fewer than 3 tests, \
 or (with --wrong) whose tests a known-wrong solution passes (weak tests). Exits 0 when every task \
 is valid, 1 otherwise.",
-        after_help = "Examples:\n  reprolab codegen validate benchmarks/codegen/tasks.jsonl\n  reprolab codegen validate my-tasks.jsonl --wrong --only pre/normalize_images"
+        after_help = "-j, --workers N: parallel samples (default: the number of cores).\n\nExamples:\n  reprolab codegen validate benchmarks/codegen/tasks.jsonl\n  reprolab codegen validate my-tasks.jsonl --wrong --only pre/normalize_images"
     )]
     Validate(CodegenValidateArgs),
     /// Evaluate answers (a generations file, or a model) on a task file; write results and reports.
@@ -1164,7 +1164,7 @@ prompt and the code and replaced by its answer when the answer is a valid label 
 kept). Writes DIR/results.jsonl, DIR/summary.json, DIR/report.md and DIR/report.html. Results and \
 classifier answers are stored per sample: rerunning (or resuming an interrupted run) only runs and \
 asks what is missing.",
-        after_help = "Examples:\n  reprolab codegen run benchmarks/codegen/tasks.jsonl --generations answers.jsonl --out runs/gpt\n  reprolab codegen run tasks.jsonl --generations answers.jsonl --samples 10 -j 4 --out runs/x --only 'train/*'\n  reprolab codegen run tasks.jsonl --llm openai:gpt-4o --samples 10 --temperature 0.8 --out runs/gpt4o\n  reprolab codegen run tasks.jsonl --generations answers.jsonl --classify-llm openai:gpt-4o-mini --out runs/gpt"
+        after_help = "-j, --workers N: parallel samples (default: the number of cores).\n\nExamples:\n  reprolab codegen run benchmarks/codegen/tasks.jsonl --generations answers.jsonl --out runs/gpt\n  reprolab codegen run tasks.jsonl --generations answers.jsonl --samples 10 -j 4 --out runs/x --only 'train/*'\n  reprolab codegen run tasks.jsonl --llm openai:gpt-4o --samples 10 --temperature 0.8 --out runs/gpt4o\n  reprolab codegen run tasks.jsonl --generations answers.jsonl --classify-llm openai:gpt-4o-mini --out runs/gpt"
     )]
     Run(CodegenRunArgs),
     /// Re-render the report of a run directory from its stored results.
@@ -1173,7 +1173,7 @@ asks what is missing.",
     /// Measure the harness: overhead per sample and samples/min of the warm runners against one
     /// fresh pytest process per sample, in the same run.
     #[command(
-        after_help = "Examples:\n  reprolab codegen bench benchmarks/codegen/tasks.jsonl --repeat 2\n  reprolab codegen bench tasks.jsonl --generations answers.jsonl -j 2"
+        after_help = "-j, --workers N: parallel samples (default: the number of cores).\n\nExamples:\n  reprolab codegen bench benchmarks/codegen/tasks.jsonl --repeat 2\n  reprolab codegen bench tasks.jsonl --generations answers.jsonl -j 2"
     )]
     Bench(CodegenBenchArgs),
 }

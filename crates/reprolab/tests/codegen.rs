@@ -148,7 +148,13 @@ fn run_judges_every_kind_of_answer_and_resumes_from_the_store() {
         "hallucinated_object"
     );
     expect("fn/scale", 9, "fail");
-    assert_eq!(rule("fn/scale", 9), "assert_shape");
+    // a shape assertion: labelled by what the code did (the output shapes differ from the
+    // reference's on the test's call), the same label the assertion's rule gave
+    assert_eq!(rule("fn/scale", 9), "behaviour_shape");
+    assert_eq!(
+        get("fn/scale", 9)["taxonomy"]["subtype"],
+        "shape_dimension_mismatch"
+    );
 
     // Per-test outcomes with the exception's type, message and traceback.
     let wrong = get("fn/scale", 1);
@@ -696,4 +702,99 @@ fn report_says_when_a_run_is_incomplete() {
     );
     let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     assert!(md.contains("INCOMPLETE RUN"), "{md}");
+}
+
+/// Answers that carry the failure label they should get (Deep-Bench titles as aliases).
+fn labelled_generations(dir: &Path) -> std::path::PathBuf {
+    let lines = [
+        serde_json::json!({"task_id": "fn/scale", "sample": 0,
+            "completion": "```python\ndef scale(x, factor):\n    return torch.mul(x, factor)\n```",
+            "expected_label": "Hallucinated object"}),
+        serde_json::json!({"task_id": "fn/scale", "sample": 1,
+            "completion": "```python\nimport torch\n\ndef scale(x, factor):\n    return x.numpy() * factor\n```",
+            "expected_label": {"category": "Misinterpretation", "subtype": "incorrect DL library usage"}}),
+        serde_json::json!({"task_id": "fn/scale", "sample": 2,
+            "completion": "```python\nimport torch\n\ndef scale(x, factor):\n    return x * factor\n```",
+            "expected_label": "Silly mistake"}),
+    ];
+    let path = dir.join("labelled.jsonl");
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(&path, text.join("\n") + "\n").unwrap();
+    path
+}
+
+#[test]
+fn labelled_generations_score_taxonomy_agreement() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gens = labelled_generations(tmp.path());
+    let out_dir = tmp.path().join("out");
+    let out = run(reprolab(tmp.path())
+        .env("TMPDIR", tmp.path())
+        .args(["codegen", "run", "--json", "-j", "1", "--only", "fn/scale"])
+        .arg(codegen_fixture("tasks.jsonl"))
+        .arg("--generations")
+        .arg(&gens)
+        .arg("--out")
+        .arg(&out_dir));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let a = &summary["agreement"];
+    assert_eq!(a["labelled"], 2, "{a:#}");
+    assert_eq!(a["not_failing"], 1, "{a:#}");
+    // the missing import: hallucinated object (the NameError's rule); x.numpy(): the generated
+    // function returns an array where the reference returns a tensor (a behaviour rule), where
+    // the assertion's TypeError alone made the evidence rules say wrong input type
+    assert_eq!(a["agreed"], 2, "{a:#}");
+    let results = read_jsonl(&out_dir.join("results.jsonl"));
+    assert_eq!(results[0]["expected"]["category"], "hallucinated_object");
+    let numpy = &results[1]["taxonomy"];
+    assert_eq!(numpy["rule"], "behaviour_type", "{numpy:#}");
+    assert!(
+        numpy["evidence"].as_str().unwrap().contains("ndarray"),
+        "{numpy:#}"
+    );
+    assert!(
+        results[1]["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["behaviour"]["finding"] == "type"),
+        "{:#}",
+        results[1]
+    );
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    for needle in [
+        "Taxonomy agreement per expected category",
+        "Confusion of expected and given categories",
+        "Behaviour evidence",
+    ] {
+        assert!(md.contains(needle), "report.md lacks {needle}:\n{md}");
+    }
+    // A misspelt field names the file, the line and the field, with a suggestion.
+    std::fs::write(
+        tmp.path().join("typo.jsonl"),
+        "{\"task_id\": \"fn/scale\", \"sample\": 0, \"completion\": \"x\", \"expected_lable\": \"misinterpretation\"}\n",
+    )
+    .unwrap();
+    let bad = run(reprolab(tmp.path())
+        .args(["codegen", "run", "-j", "1"])
+        .arg(codegen_fixture("tasks.jsonl"))
+        .arg("--generations")
+        .arg(tmp.path().join("typo.jsonl"))
+        .arg("--out")
+        .arg(tmp.path().join("out2")));
+    assert_ne!(bad.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("typo.jsonl:1: field `expected_lable`: unknown field")
+            && err.contains("(did you mean 'expected_label'?)"),
+        "{err}"
+    );
 }

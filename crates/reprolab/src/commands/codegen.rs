@@ -450,6 +450,16 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
         .generations(&tasks, &gens, &by_task, on_done)
         .await?;
     pb.finish_and_clear();
+    let expected: HashMap<(&str, u32), _> = gens
+        .iter()
+        .filter_map(|x| {
+            x.expected_label
+                .map(|e| ((x.task_id.as_str(), x.sample), e))
+        })
+        .collect();
+    for r in &mut results {
+        r.expected = expected.get(&(r.task_id.as_str(), r.sample)).copied();
+    }
     let runners_started = harness.runners_started();
     harness.shutdown().await;
     if let Some(classifier) = &classifier {
@@ -548,6 +558,14 @@ fn print_summary(s: &Summary) {
         cats.sort_by_key(|c| std::cmp::Reverse(c.1));
         let text: Vec<String> = cats.iter().map(|(c, n)| format!("{c} {n}")).collect();
         println!("failures: {}", text.join(", "));
+    }
+    if let Some(a) = &s.agreement {
+        println!(
+            "taxonomy agreement: {}/{} labelled failures ({:.1}%)",
+            a.agreed,
+            a.labelled,
+            100.0 * a.rate
+        );
     }
     if let Some(c) = &s.classifier {
         println!(
@@ -666,6 +684,7 @@ async fn bench(g: &Global, a: &CodegenBenchArgs) -> Result<ExitCode> {
                         task_id: t.id.clone(),
                         sample: i,
                         completion: format!("```python\n{reference}\n```\n"),
+                        expected_label: None,
                     })
                 })
                 .collect()
