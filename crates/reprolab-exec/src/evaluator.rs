@@ -286,8 +286,8 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn any_executor_gets_the_cache_and_the_store_in_front() {
+    /// An evaluator with the cache and a fresh store in front of [`Arithmetic`], and a subject.
+    fn arithmetic_evaluator() -> (tempfile::TempDir, Subject, Arc<Arithmetic>, Evaluator) {
         let dir = tempfile::tempdir().unwrap();
         let subject = Subject::load(
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../subjects/cancer-binary"),
@@ -303,6 +303,12 @@ mod tests {
         let executor = Arc::new(Arithmetic(AtomicUsize::new(0)));
         let store = Store::open(&dir.path().join("s.db")).unwrap();
         let ev = Evaluator::with_executor(executor.clone(), env, store, true);
+        (dir, subject, executor, ev)
+    }
+
+    #[tokio::test]
+    async fn any_executor_gets_the_cache_and_the_store_in_front() {
+        let (_dir, subject, executor, ev) = arithmetic_evaluator();
         assert_eq!(ev.workers(), 3);
         let mut seen = 0;
         for round in 0..2 {
@@ -338,21 +344,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_pruned_result_is_cached_under_its_own_key() {
-        let dir = tempfile::tempdir().unwrap();
-        let subject = Subject::load(
-            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../subjects/cancer-binary"),
-        )
-        .unwrap();
-        let env = PythonEnv {
-            python: "python3".into(),
-            root: None,
-            python_version: "3.11".into(),
-            pythonpath: None,
-            id: "test".into(),
-        };
-        let executor = Arc::new(Arithmetic(AtomicUsize::new(0)));
-        let store = Store::open(&dir.path().join("s.db")).unwrap();
-        let ev = Evaluator::with_executor(executor.clone(), env, store, true);
+        let (_dir, subject, executor, ev) = arithmetic_evaluator();
         let spec = PruneSpec {
             key: "val_acc".into(),
             goal: reprolab_core::Goal::Max,
