@@ -369,19 +369,12 @@ class Slot:
         limits = req["limits"]
         workdir = tempfile.mkdtemp(prefix="e", dir=self.root)
         try:
-            baseline = w.baseline()
             msg = {"op": "eval", "id": req["id"], "subject_dir": subject_dir,
                    "entry": req["entry"], "config": req["config"], "seed": req["seed"],
                    "mode": req["mode"], "framework": req["framework"], "workdir": workdir,
                    "prune": req.get("prune"),
                    "memory_mb": limits["memory_mb"], "timeout_s": limits["timeout_s"]}
-            w.send(msg)
-            child = self._started(w, req["id"])
-            ended, violation, peak_kb, elapsed = self._supervise(w, req["id"], child, baseline,
-                                                                 limits, workdir)
-            return {"exit_code": ended.get("exit_code"), "signal": ended.get("signal"),
-                    "violation": violation, "peak_mb": peak_kb // 1024,
-                    "elapsed_s": elapsed, "node": self.node, **_outputs(workdir)}
+            return {**self._forked(w, msg, limits, workdir), **_outputs(workdir)}
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
@@ -393,17 +386,12 @@ class Slot:
             with open(script, "w", encoding="utf-8") as f:
                 f.write(req["source"])
             os.mkdir(out)
-            baseline = w.baseline()
-            w.send({"op": "script", "id": req["id"], "script": script, "seed": req["seed"],
-                    "out": out, "paths": dirs, "workdir": workdir})
-            child = self._started(w, req["id"])
-            ended, violation, peak_kb, elapsed = self._supervise(w, req["id"], child, baseline,
-                                                                 req["limits"], workdir)
+            msg = {"op": "script", "id": req["id"], "script": script, "seed": req["seed"],
+                   "out": out, "paths": dirs, "workdir": workdir}
+            ended = self._forked(w, msg, req["limits"], workdir)
             observed = {name: _read(os.path.join(out, name)) for name in sorted(os.listdir(out))
                         if os.path.isfile(os.path.join(out, name))}
-            return {"exit_code": ended.get("exit_code"), "signal": ended.get("signal"),
-                    "violation": violation, "peak_mb": peak_kb // 1024, "elapsed_s": elapsed,
-                    "node": self.node, "workdir": workdir, "observed": observed,
+            return {**ended, "workdir": workdir, "observed": observed,
                     "output": _tail(os.path.join(workdir, "output.log"), OUTPUT_TAIL_BYTES)}
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -418,21 +406,27 @@ class Slot:
             with tarfile.open(fileobj=io.BytesIO(tree)) as tar:
                 tar.extractall(cwd, filter="data")
             limits = req["limits"]
-            baseline = w.baseline()
-            w.send({"op": "test", "id": req["id"], "workdir": workdir, "cwd": cwd,
-                    "args": [a.replace(MARK_TREE, cwd) for a in req["args"]],
-                    "check": req.get("check") or [], "memory_mb": limits["memory_mb"],
-                    "max_procs": req.get("max_procs") or 0})
-            child = self._started(w, req["id"])
-            ended, violation, peak_kb, elapsed = self._supervise(w, req["id"], child, baseline,
-                                                                 limits, workdir)
-            return {"exit_code": ended.get("exit_code"), "signal": ended.get("signal"),
-                    "violation": violation, "peak_mb": peak_kb // 1024, "elapsed_s": elapsed,
-                    "waited_s": started_s, "node": self.node,
+            msg = {"op": "test", "id": req["id"], "workdir": workdir, "cwd": cwd,
+                   "args": [a.replace(MARK_TREE, cwd) for a in req["args"]],
+                   "check": req.get("check") or [], "memory_mb": limits["memory_mb"],
+                   "max_procs": req.get("max_procs") or 0}
+            return {**self._forked(w, msg, limits, workdir), "waited_s": started_s,
                     "result": _read(os.path.join(workdir, "result.json")),
                     "output": _tail(os.path.join(workdir, "output.log"), OUTPUT_TAIL_BYTES)}
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+
+    def _forked(self, w, msg, limits, workdir):
+        """Send `msg` to worker `w`, watch the child it forks under `limits` and say how it
+        ended (the fields every answer of a slot has)."""
+        baseline = w.baseline()
+        w.send(msg)
+        child = self._started(w, msg["id"])
+        ended, violation, peak_kb, elapsed = self._supervise(w, msg["id"], child, baseline,
+                                                             limits, workdir)
+        return {"exit_code": ended.get("exit_code"), "signal": ended.get("signal"),
+                "violation": violation, "peak_mb": peak_kb // 1024, "elapsed_s": elapsed,
+                "node": self.node}
 
     def _command(self, req, subject_dir):
         """A command-template subject: a fresh process per evaluation (script.rs's cold path),

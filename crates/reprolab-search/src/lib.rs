@@ -95,19 +95,7 @@ pub trait Objective {
         thresholds: &[Option<f64>],
     ) -> impl Future<Output = Result<Evaluated, String>> {
         let _ = thresholds;
-        async move {
-            let runs = self.evaluate(config, &[seed], split, epochs).await?;
-            let (value, duration_s) = runs
-                .first()
-                .copied()
-                .ok_or_else(|| "the objective returned no result for a seed".to_string())?;
-            Ok(Evaluated {
-                value,
-                duration_s,
-                curve: Vec::new(),
-                pruned: None,
-            })
-        }
+        async move { Evaluated::full(&self.evaluate(config, &[seed], split, epochs).await?) }
     }
 }
 
@@ -122,6 +110,21 @@ pub struct Evaluated {
     pub curve: Vec<Option<f64>>,
     /// Where it was pruned, when it was.
     pub pruned: Option<PrunedAt>,
+}
+
+impl Evaluated {
+    /// The one training of [`Objective::evaluate`]'s answer for a single seed, run to its end.
+    pub fn full(runs: &[(Option<f64>, f64)]) -> Result<Evaluated, String> {
+        let (value, duration_s) = runs
+            .first()
+            .copied()
+            .ok_or_else(|| "the objective returned no result for a seed".to_string())?;
+        Ok(Evaluated {
+            value,
+            duration_s,
+            ..Evaluated::default()
+        })
+    }
 }
 
 /// Where a training was pruned: the epoch (0-based) and its best value so far.

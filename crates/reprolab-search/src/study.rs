@@ -137,18 +137,7 @@ async fn run_trials<O: Objective>(
             join_all(futures)
                 .await
                 .into_iter()
-                .map(|r| {
-                    let runs = r?;
-                    let (value, duration_s) = runs
-                        .first()
-                        .copied()
-                        .ok_or_else(|| "the objective returned no result for a seed".to_string())?;
-                    Ok(Evaluated {
-                        value,
-                        duration_s,
-                        ..Evaluated::default()
-                    })
-                })
+                .map(|r| Evaluated::full(&r?))
                 .collect()
         }
         Some(th) => {

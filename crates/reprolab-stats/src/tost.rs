@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::wilcoxon::wilcoxon_one_sided;
+use crate::wilcoxon::{round_difference, wilcoxon_one_sided};
 
 /// The result of a TOST.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -32,7 +32,9 @@ pub fn tost(diffs: &[f64], margin: f64) -> Option<Equivalence> {
     if diffs.is_empty() || !(margin.is_finite() && margin > 0.0) {
         return None;
     }
-    let shifted = |by: f64| -> Vec<f64> { diffs.iter().map(|d| round(d + by)).collect() };
+    // Rounded as the differences are: 0.01 shifted by a margin of 0.01 is exactly 0.
+    let shifted =
+        |by: f64| -> Vec<f64> { diffs.iter().map(|d| round_difference(d + by)).collect() };
     // A difference exactly on the margin is dropped by the test (as a zero difference), so it
     // never counts as inside it.
     let lower = wilcoxon_one_sided(&shifted(margin), true);
@@ -54,16 +56,6 @@ pub fn tost(diffs: &[f64], margin: f64) -> Option<Equivalence> {
         method,
         equivalent: p_value < crate::ALPHA,
     })
-}
-
-/// `x` at 12 significant digits, as [`crate::rounded_differences`] keeps differences: a
-/// difference of 0.01 shifted by a margin of 0.01 is exactly 0.
-fn round(x: f64) -> f64 {
-    if x == 0.0 || !x.is_finite() {
-        return x;
-    }
-    let scale = 10f64.powi(11 - x.abs().log10().floor() as i32);
-    (x * scale).round() / scale
 }
 
 #[cfg(test)]

@@ -40,7 +40,8 @@ pub fn rounded_differences(x: &[f64], y: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-fn round_difference(d: f64) -> f64 {
+/// `d` at 12 significant digits (see [`rounded_differences`]).
+pub(crate) fn round_difference(d: f64) -> f64 {
     if d == 0.0 || !d.is_finite() {
         return d;
     }
