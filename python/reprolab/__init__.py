@@ -271,7 +271,7 @@ def log_epoch(epoch, **metrics):
     record = {"epoch": int(epoch)}
     nan = False
     for key, value in metrics.items():
-        if key in ("epoch", "nan", "layers"):
+        if key in ("epoch", "nan", "layers", "steps"):
             key = f"{key}_"
         f = _to_float(value)
         if f is None:
@@ -287,6 +287,11 @@ def log_epoch(epoch, **metrics):
         layers, params_nonfinite = ctx.tracer.epoch_layers()
         nan = nan or params_nonfinite
         record["nan"] = nan
+        # Updates made through torch / Keras optimizers; a program that updates its weights
+        # by hand makes none that a hook can see, so 0 says nothing and is left out.
+        steps = ctx.tracer.epoch_steps()
+        if steps:
+            record["steps"] = steps
         record["layers"] = layers
         ctx.tracer.arm()
     else:

@@ -99,6 +99,10 @@ class ReprolabCallback(keras.callbacks.Callback):
             self.tracer = KerasTracer(self.model)
             ctx.tracer = self.tracer
 
+    def on_train_batch_end(self, batch, logs=None):
+        if self.tracer is not None:
+            self.tracer.steps += 1
+
     def on_epoch_begin(self, epoch, logs=None):
         if self.tracer is not None and self.batch is not None:
             self.tracer.measure(*self.batch)
@@ -317,6 +321,12 @@ class KerasTracer:
     def __init__(self, model):
         self.model = model
         self._probes = None
+        self.steps = 0  # training batches since the last epoch record (the callback counts them)
+
+    def epoch_steps(self):
+        """Training batches (optimizer updates) since the last call."""
+        steps, self.steps = self.steps, 0
+        return steps
 
     @property
     def probes(self):

@@ -42,6 +42,7 @@ import math
 
 import torch
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from . import nn as _rnn
 
@@ -283,6 +284,19 @@ class Tracer:
 
     def __init__(self):
         self.watched = []
+        # Optimizer updates since the last epoch record: how much training an epoch was (a
+        # large batch on a small dataset makes few), read by the `few_updates` symptom. A global
+        # hook sees every torch optimizer; it dies with the run's process.
+        self.steps = 0
+        register_optimizer_step_post_hook(self._count_step)
+
+    def _count_step(self, optimizer, args, kwargs):
+        self.steps += 1
+
+    def epoch_steps(self):
+        """Optimizer updates since the last call (the epoch that just ended)."""
+        steps, self.steps = self.steps, 0
+        return steps
 
     def watch(self, model):
         if not isinstance(model, nn.Module):

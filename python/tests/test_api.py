@@ -112,6 +112,25 @@ def test_trace_records_layers(run_context):
     json.dumps(recs, allow_nan=False)
 
 
+def test_trace_counts_the_optimizer_updates_of_each_epoch(run_context):
+    workdir = run_context("trace")
+    model = nn.Linear(2, 1)
+    reprolab.watch(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 2)
+    for epoch, batches in enumerate((3, 5)):
+        for _ in range(batches):
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+        reprolab.log_epoch(epoch, loss=1.0)
+    # weights changed by hand: no update a hook can see, so no count
+    with torch.no_grad():
+        model.weight.add_(1.0)
+    reprolab.log_epoch(2, loss=1.0)
+    assert [r.get("steps") for r in read_epochs(workdir)] == [3, 5, None]
+
+
 def test_trace_uses_the_first_batch_of_each_epoch(run_context):
     workdir = run_context("trace")
     model = nn.Linear(2, 1)

@@ -73,6 +73,8 @@ def test_trace_records_layers_and_architecture_without_changing_training(run_con
                                   "activation": "tanh", "kernel_initializer": "glorot_uniform",
                                   "bias_initializer": "zeros"}
     assert "model" not in records[1]
+    # every batch of fit is one update: 96 rows in batches of 16
+    assert [r["steps"] for r in records] == [6, 6]
     layers = records[1]["layers"]
     assert [(l["kind"], l["act"]) for l in layers] == [
         ("Dense", "tanh"), ("Dense", "linear"), ("BatchNormalization", None), ("Dense", "relu"),

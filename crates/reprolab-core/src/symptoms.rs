@@ -32,6 +32,8 @@ pub struct EpochRecord {
     pub val_acc: Option<f64>,
     /// A NaN appeared in this epoch (the record's `nan` flag).
     pub nan: bool,
+    /// Optimizer updates in this epoch, when the tracer saw them.
+    pub steps: Option<u64>,
     pub layers: Vec<LayerRecord>,
 }
 
@@ -67,10 +69,12 @@ pub fn parse_trace(epochs: &[Value]) -> Vec<EpochRecord> {
         .map(|e| EpochRecord {
             epoch: e.get("epoch").and_then(Value::as_u64),
             loss: num(e.get("loss")),
-            acc: num(e.get("acc")),
+            // Keras' names (and many PyTorch programs') where reprolab's are absent.
+            acc: num(e.get("acc")).or_else(|| num(e.get("accuracy"))),
             val_loss: num(e.get("val_loss")),
-            val_acc: num(e.get("val_acc")),
+            val_acc: num(e.get("val_acc")).or_else(|| num(e.get("val_accuracy"))),
             nan: e.get("nan").and_then(Value::as_bool).unwrap_or(false),
+            steps: e.get("steps").and_then(Value::as_u64),
             layers: e
                 .get("layers")
                 .and_then(Value::as_array)
@@ -119,6 +123,10 @@ pub enum SymptomKind {
     /// epochs, the last time by `≥ 2%` (not an AutoTrainer check: the study's too-few-epochs
     /// and too-large-batch faults show it).
     StillImproving,
+    /// The whole training made fewer than 100 optimizer updates and its loss fell by less than
+    /// half: it stopped before it had learnt (a batch that is large for the dataset, too few
+    /// epochs). Needs the records' `steps`. Not an AutoTrainer check.
+    FewUpdates,
 }
 
 impl SymptomKind {
@@ -132,6 +140,7 @@ impl SymptomKind {
             SymptomKind::Unstable => "unstable",
             SymptomKind::NotConverging => "not_converging",
             SymptomKind::StillImproving => "still_improving",
+            SymptomKind::FewUpdates => "few_updates",
         }
     }
 }
@@ -176,6 +185,10 @@ pub struct Thresholds {
     pub big_loss: f64,
     /// Relative fall of the loss in the last epoch that counts as still improving.
     pub still_falling: f64,
+    /// Optimizer updates of a whole training below which it counts as too short to learn.
+    pub few_updates: u64,
+    /// ... when its loss fell by less than this share of the first epoch's.
+    pub few_updates_fall: f64,
 }
 
 impl Default for Thresholds {
@@ -191,6 +204,8 @@ impl Default for Thresholds {
             slow_gain: 0.01,
             big_loss: 1e3,
             still_falling: 0.02,
+            few_updates: 100,
+            few_updates_fall: 0.5,
         }
     }
 }
@@ -383,6 +398,9 @@ pub fn detect_named(
     if let Some(evidence) = still_falling(records, th.still_falling) {
         found(SymptomKind::StillImproving, evidence);
     }
+    if let Some(evidence) = few_updates(records, th) {
+        found(SymptomKind::FewUpdates, evidence);
+    }
     out.sort_by_key(|s| s.kind);
     out
 }
@@ -409,6 +427,33 @@ fn still_falling(records: &[EpochRecord], min_fall: f64) -> Option<String> {
     })
 }
 
+/// Why the training was too short to learn (see [`SymptomKind::FewUpdates`]): every record
+/// counts its updates, fewer than `th.few_updates` in all, and the loss fell by less than
+/// `th.few_updates_fall` of the first epoch's.
+fn few_updates(records: &[EpochRecord], th: &Thresholds) -> Option<String> {
+    let steps: Option<Vec<u64>> = records.iter().map(|r| r.steps).collect();
+    let total: u64 = steps?.iter().sum();
+    let losses: Vec<f64> = records.iter().filter_map(|r| r.loss).collect();
+    let (first, last) = (*losses.first()?, *losses.last()?);
+    if total == 0 || total >= th.few_updates || !first.is_finite() || !last.is_finite() {
+        return None;
+    }
+    let fall = (first - last) / first.abs().max(f64::MIN_POSITIVE);
+    (fall < th.few_updates_fall).then(|| {
+        let epochs = records.len();
+        format!(
+            "{total} optimizer updates in {epochs} epoch{} ({} per epoch) < {}, and the loss fell {:.0}% ({} → {}) < {:.0}%",
+            if epochs == 1 { "" } else { "s" },
+            total.div_ceil(epochs as u64),
+            th.few_updates,
+            fall.max(0.0) * 100.0,
+            g(first),
+            g(last),
+            th.few_updates_fall * 100.0
+        )
+    })
+}
+
 /// Pairs of adjacent interior local extrema (a peak then a trough, or back) that differ by at
 /// least `delta`. Plateaus count as one point.
 pub fn oscillations(xs: &[f64], delta: f64) -> usize {
@@ -429,4 +474,55 @@ pub fn oscillations(xs: &[f64], delta: f64) -> usize {
         .windows(2)
         .filter(|w| (w[1] - w[0]).abs() >= delta - 1e-12)
         .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn records(losses: &[f64], steps: Option<u64>) -> Vec<EpochRecord> {
+        let epochs: Vec<Value> = losses
+            .iter()
+            .enumerate()
+            .map(|(i, l)| match steps {
+                Some(s) => json!({"epoch": i, "loss": l, "steps": s}),
+                None => json!({"epoch": i, "loss": l}),
+            })
+            .collect();
+        parse_trace(&epochs)
+    }
+
+    fn kinds(r: &[EpochRecord]) -> Vec<SymptomKind> {
+        detect(r).into_iter().map(|s| s.kind).collect()
+    }
+
+    #[test]
+    fn a_training_of_few_updates_that_learnt_little_is_too_short() {
+        // A GRU's 3 epochs of 4 batches: 12 updates, the loss still at chance.
+        let short = records(&[0.7176, 0.7012, 0.6899], Some(4));
+        assert_eq!(kinds(&short), vec![SymptomKind::FewUpdates]);
+        let s = detect(&short);
+        assert!(
+            s[0].evidence
+                .starts_with("12 optimizer updates in 3 epochs (4 per epoch) < 100"),
+            "{}",
+            s[0].evidence
+        );
+        // Near misses: enough updates; few updates that learnt (the loss fell by 80%); no
+        // counts in the trace (a program that updates its weights by hand).
+        assert!(kinds(&records(&[0.7176, 0.7012, 0.6899], Some(40))).is_empty());
+        assert!(kinds(&records(&[1.0, 0.5, 0.2], Some(4))).is_empty());
+        assert!(kinds(&records(&[0.7176, 0.7012, 0.6899], None)).is_empty());
+    }
+
+    #[test]
+    fn keras_accuracy_names_are_read_where_reprolab_names_are_absent() {
+        let r = parse_trace(&[
+            json!({"epoch": 0, "accuracy": 0.5, "val_accuracy": 0.4}),
+            json!({"epoch": 1, "acc": 0.6, "accuracy": 0.9, "val_acc": 0.7}),
+        ]);
+        assert_eq!((r[0].acc, r[0].val_acc), (Some(0.5), Some(0.4)));
+        assert_eq!((r[1].acc, r[1].val_acc), (Some(0.6), Some(0.7)));
+    }
 }

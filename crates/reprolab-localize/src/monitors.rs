@@ -20,6 +20,7 @@
 //! | `not-converging` | AutoTrainer's slow convergence: max acc and val_acc < 0.6, no epoch gains ≥ 0.01 | HLR 0.45, OCH 0.4, HNE 0.3 |
 //! | `unstable` | AutoTrainer's oscillation: ≥ 0.2·epochs pairs of extrema differing ≥ 0.03 | HLR 0.45, HBS 0.4 |
 //! | `still-improving` | the validation accuracy still gains ≥ 0.02, or the validation loss still drops ≥ 5% (regression: the loss only), over the last quarter of the epochs, and is at its best | HNE 0.45 (0.6 for ≥ 0.05 / ≥ 15%); with it the config's likely cause of the slowness: HLR 0.5 when lr < half the optimiser's usual value, HBS 0.5 when batch_size ≥ 256, OCH 0.35 for sgd/adagrad/adadelta |
+//! | `few-updates` | fewer than 100 optimizer updates in the whole training (the records' `steps`) and the loss fell by less than half | HBS 0.6 when fewer than 10 updates per epoch with batch_size > 32 (0.3 with more; none at ≤ 32: the dataset is small), HNE 0.55 |
 //! | `output-pinned` | softmax output with mean \|out\| = 1 (a single unit), from one epoch on | ACH(last) 0.85 |
 //! | `output-pinned` | non-softmax output whose mean \|out\| never changes | ACH(last) 0.5, LCH 0.45 |
 //! | `output-pinned` | classification sigmoid output with mean \|out\| ≥ 0.99 or ≤ 0.01 in every epoch after the first | LCH 0.5, ACH(last) 0.35 |
@@ -629,6 +630,31 @@ fn autotrainer(cx: &mut Ctx) {
             // Localisation reads these signals with monitors of its own (output-no-gradient,
             // the pace of the loss), which say more than the repair engine's trigger does.
             SymptomKind::NoGradient | SymptomKind::StillImproving => {}
+            SymptomKind::FewUpdates => {
+                // Few updates per epoch with a batch above Keras' default 32: the batch is large
+                // for the dataset. At 32 or below the dataset is small, and only the epochs
+                // can add updates.
+                let (steps, epochs) = cx
+                    .records
+                    .iter()
+                    .fold((0, 0), |(s, e), r| (s + r.steps.unwrap_or(0), e + 1));
+                let per_epoch = steps as f64 / epochs.max(1) as f64;
+                if cx.a.num("batch_size").is_some_and(|b| b > 32.0) {
+                    let sugg =
+                        cx.a.suggest("batch_size", &[Value::from(32), Value::from(64)]);
+                    cx.push(
+                        Suspect::new(
+                            label(FaultType::HBS),
+                            if per_epoch < 10.0 { 0.6 } else { 0.3 },
+                            "few-updates",
+                            ev.clone(),
+                        )
+                        .suggest(sugg),
+                    );
+                }
+                let sugg = cx.more_epochs();
+                cx.push(Suspect::new(label(FaultType::HNE), 0.55, "few-updates", ev).suggest(sugg));
+            }
             SymptomKind::NotConverging => {
                 let sugg = cx.lr_up();
                 cx.push_generic(

@@ -423,6 +423,41 @@ fn still_improving_at_the_end() {
 }
 
 #[test]
+fn few_updates_blame_the_batch_size_and_the_epochs() {
+    let s = subject("digits-mlp");
+    let c = config(&s, json!({"batch_size": 512, "epochs": 3}));
+    // 3 epochs of 3 updates, the loss still near its start.
+    let mut t = healthy(3, &MLP, false, 10);
+    set(&mut t, "steps", |_| json!(3));
+    set(&mut t, "loss", |e| json!(2.3 - 0.05 * e as f64));
+    let found = dynamic_monitors(&s, &c, &t);
+    let b = expect(&found, "HBS", "few-updates", 0.6);
+    assert_eq!(b.suggestion.as_deref(), Some("batch_size: 512 -> 32"));
+    assert!(
+        b.evidence.contains("9 optimizer updates in 3 epochs"),
+        "{}",
+        b.evidence
+    );
+    expect(&found, "HNE", "few-updates", 0.55);
+    // Enough updates per epoch but too few epochs: the batch size is a weak suspect.
+    set(&mut t, "steps", |_| json!(20));
+    let found = dynamic_monitors(&s, &c, &t);
+    expect(&found, "HBS", "few-updates", 0.3);
+    expect(&found, "HNE", "few-updates", 0.55);
+    // At batch 32 a small dataset makes few updates per epoch: only the epochs are to blame.
+    let small = config(&s, json!({"batch_size": 32, "epochs": 3}));
+    set(&mut t, "steps", |_| json!(3));
+    let found = dynamic_monitors(&s, &small, &t);
+    assert!(find(&found, "HBS").is_none(), "{}", show(&found));
+    expect(&found, "HNE", "few-updates", 0.55);
+    // Quiet with enough updates, and without counts.
+    set(&mut t, "steps", |_| json!(40));
+    assert!(find(&dynamic_monitors(&s, &c, &t), "HBS").is_none());
+    let t = healthy(3, &MLP, false, 10);
+    assert!(find(&dynamic_monitors(&s, &c, &t), "HBS").is_none());
+}
+
+#[test]
 fn pinned_softmax_output() {
     let s = subject("cancer-binary");
     let c = config(&s, json!({"act2": "softmax"}));

@@ -173,6 +173,8 @@ fn steps(kind: SymptomKind) -> Vec<Step> {
             LrTimes(10.0),
             BatchSize(32),
         ],
+        // Too few updates to learn: more of them per epoch, then more epochs.
+        SymptomKind::FewUpdates => vec![BatchSize(32), EpochsTimes(4.0), EpochsTimes(2.0)],
         SymptomKind::VanishingGradient => vec![
             HiddenAct("selu"),
             HiddenAct("relu"),

@@ -93,3 +93,38 @@ fn the_bundled_benchmark_lists_real_and_artificial_faults() {
     assert!(real >= 6, "{real} real faults");
     assert!(artificial >= 20, "{artificial} artificial faults");
 }
+
+/// The held-out set lies outside `benchmarks/faults` (default benchmark runs never see it),
+/// and every fault in it was measured: its fix is significantly better than the faulty config.
+#[test]
+fn the_held_out_faults_are_apart_from_the_bundled_ones_and_each_reproduces() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(reprolab(tmp.path())
+        .args(["faults", "--json"])
+        .arg(repo().join("benchmarks/faults-heldout")));
+    assert!(out.status.success());
+    let list = json(&out);
+    let faults = list.as_array().unwrap();
+    assert!(faults.len() >= 9, "{} held-out faults", faults.len());
+    for f in faults {
+        let record = &f["fault"];
+        let name = record["subject"].as_str().unwrap();
+        assert!(name.starts_with("heldout-"), "{name}");
+        assert!(record["runs"].as_u64().unwrap() >= 20, "{record}");
+        assert!(record["p_value"].as_f64().unwrap() < 0.05, "{record}");
+        assert!(
+            record["cohens_d"].as_f64().unwrap().abs() >= 0.5,
+            "{record}"
+        );
+    }
+    let bundled = run(reprolab(tmp.path())
+        .args(["faults", "--json"])
+        .arg(repo().join("benchmarks/faults")));
+    let bundled = json(&bundled);
+    assert!(bundled.as_array().unwrap().iter().all(|f| {
+        !f["fault"]["subject"]
+            .as_str()
+            .unwrap()
+            .starts_with("heldout-")
+    }));
+}

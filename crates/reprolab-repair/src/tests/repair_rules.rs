@@ -488,4 +488,11 @@ fn the_new_rules_set_the_output_for_the_loss_and_more_epochs() {
         s[0].as_ref().unwrap_err().to_string().contains("already"),
         "{s:?}"
     );
+
+    // Few updates: more of them per epoch first (batch 32), then epochs ×4 and ×2.
+    let mut large = faulty.clone();
+    large.insert("batch_size", json!(512));
+    let s = fixes(SymptomKind::FewUpdates, &space, &large);
+    assert_eq!(values_of(&s, "batch_size"), vec![json!(32)]);
+    assert_eq!(values_of(&s, "epochs"), vec![json!(27), json!(18)]);
 }

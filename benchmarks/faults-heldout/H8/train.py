@@ -1,0 +1,104 @@
+"""H8 (held-out fault): A binary classifier with a two-unit softmax trained on mean absolute error over imbalanced classes (88% / 12%): its gradient pushes towards the majority class.
+
+Data: scikit-learn make_classification: 4,000 rows, 10 features (5 informative), two classes 88% / 12%, class_sep 0.5, flip_y 0.01, generator seed 0; standardised. Fixed 80/20 train/test split (random_state=0), the test part split 80/20 into search/holdout (random_state=0).
+
+Model: `Dense(unit0)+act0` → `Dense(unit1)+act1` → `Dense(N_OUT)+act2`.
+Metric: accuracy (higher is better).
+"""
+import functools
+
+import numpy as np
+import torch
+from torch import nn
+
+import reprolab
+import reprolab.nn as rnn
+
+N_IN = 10
+N_OUT = 2
+LOGGED = "acc"  # the epoch records' metric key
+
+
+@functools.lru_cache(maxsize=1)
+def load_data():
+    from sklearn.model_selection import train_test_split
+
+    from sklearn.datasets import make_classification
+    from sklearn.preprocessing import StandardScaler
+
+    x, y = make_classification(n_samples=4000, n_features=10, n_informative=5, n_redundant=2,
+                               weights=[0.88, 0.12], class_sep=0.5, flip_y=0.01, random_state=0)
+    x = StandardScaler().fit_transform(x)
+    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=0.2, random_state=0, stratify=y)
+    x_se, x_ho, y_se, y_ho = train_test_split(x_te, y_te, test_size=0.2, random_state=0, stratify=y_te)
+    return {name: (torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)), torch.from_numpy(b).long())
+            for name, a, b in (("train", x_tr, y_tr), ("search", x_se, y_se), ("holdout", x_ho, y_ho))}
+
+
+def dense(n_in, n_out, config, i):
+    layer = nn.Linear(n_in, n_out)
+    rnn.init_layer(layer, config[f"ki{i}"], config[f"bi{i}"])
+    return [layer, rnn.activation(config[f"act{i}"])]
+
+
+def build_model(config):
+    return nn.Sequential(*dense(N_IN, config["unit0"], config, 0),
+                         *dense(config["unit0"], config["unit1"], config, 1),
+                         *dense(config["unit1"], N_OUT, config, 2))
+
+
+def targets(y):
+    return torch.nn.functional.one_hot(y, N_OUT).float()
+
+
+def score(out, y):
+    return int((out.argmax(dim=1) == y).sum()) / len(y)
+
+
+def evaluate(model, loss_fn, x, y):
+    model.eval()
+    with torch.no_grad():
+        out = model(x)
+        loss = float(loss_fn(out, targets(y)))
+        value = score(out, y)
+    model.train()
+    return loss, value
+
+
+def train(config, seed):
+    torch.set_num_threads(1)
+    reprolab.seed_everything(seed)
+    data = load_data()
+    x_tr, y_tr = data["train"]
+    t_tr = targets(y_tr)
+
+    model = build_model(config)
+    reprolab.watch(model)
+    loss_fn = rnn.loss(config["loss"])
+    opt = rnn.optimizer(config["optimizer"], model.parameters(), config["lr"])
+    bs = config["batch_size"]
+    n = len(x_tr)
+
+    for epoch in range(config["epochs"]):
+        perm = torch.randperm(n)
+        total_loss, total_metric = 0.0, 0.0
+        for start in range(0, n, bs):
+            idx = perm[start:start + bs]
+            out = model(x_tr[idx])
+            loss = loss_fn(out, t_tr[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total_loss += float(loss.detach()) * len(idx)
+            total_metric += score(out.detach(), y_tr[idx]) * len(idx)
+        val_loss, val_metric = evaluate(model, loss_fn, *data["search"])
+        reprolab.log_epoch(epoch, loss=total_loss / n, val_loss=val_loss,
+                           **{LOGGED: total_metric / n, "val_" + LOGGED: val_metric})
+
+    _, search = evaluate(model, loss_fn, *data["search"])
+    _, holdout = evaluate(model, loss_fn, *data["holdout"])
+    return {"search": search, "holdout": holdout}
+
+
+if __name__ == "__main__":
+    reprolab.run_script(train)
