@@ -3,6 +3,11 @@
 //! outcome as feedback for the next attempt, up to K attempts (RepGen's loop with its simulated
 //! execution replaced by real runs).
 //!
+//! Before the first attempt the model plans the script (RepGen's plan: concrete steps with
+//! specific values; [`crate::plan`]), and every candidate is checked statically before it runs
+//! ([`crate::precheck`]): a script that cannot parse, imports a package the environment lacks or
+//! raises the report's exception itself is answered with the findings, without spending a run.
+//!
 //! The conversation the model sees is kept short (SWE-agent's lesson: history is noise): the
 //! task, then only the latest script and what running it showed. Every attempt is recorded,
 //! including answers without code and failed calls; a model error ends the loop with what was
@@ -18,6 +23,8 @@ use serde::Serialize;
 use crate::context::Snippet;
 use crate::facts::{Facts, Symptom};
 use crate::observe::Observation;
+use crate::plan::{self, Plan};
+use crate::precheck::{self, Finding, Precheck};
 use crate::report::BugReport;
 use crate::run::ScriptRunner;
 use crate::verdict::Verdict;
@@ -30,6 +37,8 @@ pub struct AgentOptions {
     pub attempts: u32,
     pub temperature: f64,
     pub max_tokens: u32,
+    /// Ask the model for a plan before the first attempt.
+    pub plan: bool,
 }
 
 impl Default for AgentOptions {
@@ -38,6 +47,7 @@ impl Default for AgentOptions {
             attempts: 5,
             temperature: 0.2,
             max_tokens: 2048,
+            plan: true,
         }
     }
 }
@@ -48,8 +58,12 @@ pub struct Attempt {
     pub number: u32,
     /// The script extracted from the answer.
     pub script: Option<String>,
-    /// Why the attempt could not be judged (no code in the answer, the model call failed).
+    /// Why the attempt could not be judged (no code in the answer, the model call failed, the
+    /// pre-check found the script pointless to run).
     pub problem: Option<String>,
+    /// What the static pre-check found in the script.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub precheck: Vec<Finding>,
     pub verdict: Option<Verdict>,
     #[serde(skip)]
     pub runs: Vec<Observation>,
@@ -60,6 +74,9 @@ pub struct Attempt {
 /// The loop's result.
 #[derive(Debug, Clone, Serialize)]
 pub struct Reproduction {
+    /// The model's plan, when one was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
     pub attempts: Vec<Attempt>,
     /// Index of the attempt that reproduced the bug.
     pub reproduced_by: Option<usize>,
@@ -76,6 +93,14 @@ impl Reproduction {
             Some(i) => self.attempts.get(i),
             None => self.attempts.iter().rev().find(|a| a.verdict.is_some()),
         }
+    }
+
+    /// Why no attempt was judged: the loop's stop, else the last attempt's problem.
+    pub fn why_unjudged(&self) -> String {
+        self.stopped
+            .clone()
+            .or_else(|| self.attempts.iter().rev().find_map(|a| a.problem.clone()))
+            .unwrap_or_else(|| "no answer held a script".into())
     }
 }
 
@@ -253,14 +278,35 @@ pub async fn reproduce(
         seeds,
         context,
     } = *case;
-    let task = task_prompt(report, facts, env, context);
+    let mut task = task_prompt(report, facts, env, context);
     let mut last: Option<(String, String)> = None; // (answer, feedback)
     let mut result = Reproduction {
+        plan: None,
         attempts: Vec::new(),
         reproduced_by: None,
         stopped: None,
         context: context.to_vec(),
     };
+    if opts.plan {
+        match ask_plan(model, &task, opts).await {
+            Ok(plan) => {
+                task = plan::with_plan(&task, &plan.steps);
+                result.plan = Some(plan);
+            }
+            Err(e) => {
+                // The model cannot be asked: every attempt would fail the same way.
+                let why = stop_reason(&e);
+                result.plan = Some(Plan {
+                    problem: Some(why.clone()),
+                    ..Plan::default()
+                });
+                result.stopped = Some(why);
+                return result;
+            }
+        }
+    }
+    let checker = Precheck::for_runner(runner);
+    let expect = precheck::expected_exception(facts).map(str::to_string);
     for number in 1..=opts.attempts.max(1) {
         let mut messages = vec![Message::system(SYSTEM), Message::user(task.clone())];
         if let Some((answer, feedback)) = &last {
@@ -278,6 +324,7 @@ pub async fn reproduce(
             number,
             script: None,
             problem: None,
+            precheck: Vec::new(),
             verdict: None,
             runs: Vec::new(),
             prompt_tokens: 0,
@@ -317,10 +364,30 @@ pub async fn reproduce(
             }
             Some(script) => {
                 let script = format!("{}\n", script.trim_end());
+                let findings = {
+                    let (checker, script, expect) =
+                        (checker.clone(), script.clone(), expect.clone());
+                    tokio::task::spawn_blocking(move || checker.check(&script, expect.as_deref()))
+                        .await
+                        .unwrap_or_default()
+                };
+                if precheck::blocks(&findings) {
+                    let first = findings.iter().find(|f| f.blocking).expect("blocks");
+                    attempt.problem = Some(format!("not run: {}", first.describe()));
+                    let feedback = precheck::blocking_feedback(&findings);
+                    attempt.script = Some(script);
+                    attempt.precheck = findings;
+                    on_attempt(&attempt);
+                    result.attempts.push(attempt);
+                    last = Some((answer, feedback));
+                    continue;
+                }
                 let label = format!("reproduce {} attempt {number}", report.id);
                 let (runs, verdict) =
                     verify(facts, &report.text, &script, runner, &label, seeds).await;
-                let feedback = feedback_prompt(&verdict, &runs);
+                let feedback =
+                    feedback_prompt(&verdict, &runs) + &precheck::advisory_note(&findings);
+                attempt.precheck = findings;
                 let reproduced = verdict.reproduced;
                 attempt.script = Some(script);
                 attempt.verdict = Some(verdict);
@@ -339,6 +406,37 @@ pub async fn reproduce(
         last = Some((answer, feedback));
     }
     result
+}
+
+/// Ask for the plan; an answer without steps is a plan with a `problem` and no steps.
+async fn ask_plan(
+    model: &dyn ChatModel,
+    task: &str,
+    opts: &AgentOptions,
+) -> Result<Plan, LlmError> {
+    let req = ChatRequest {
+        messages: vec![Message::system(SYSTEM), Message::user(plan::request(task))],
+        temperature: opts.temperature,
+        max_tokens: opts.max_tokens,
+        seed: Some(0),
+        ..ChatRequest::default()
+    };
+    let r = model.chat(&req).await?;
+    let text = r
+        .choices
+        .into_iter()
+        .next()
+        .map(|c| c.text)
+        .unwrap_or_default();
+    let steps = plan::parse(&text);
+    Ok(Plan {
+        problem: steps
+            .is_none()
+            .then(|| "the planning answer held no steps".to_string()),
+        steps: steps.unwrap_or_default(),
+        prompt_tokens: r.usage.prompt_tokens,
+        completion_tokens: r.usage.completion_tokens,
+    })
 }
 
 /// Python's own `ast.parse` on `code` (run by the environment's interpreter; a failure to run it

@@ -14,6 +14,9 @@
 //! * [`verdict`] – the rules that match runs against the report's symptom;
 //! * [`run`] – running a script with several seeds in the sandbox, cached in the store;
 //! * [`verify`] – one script judged against one report (`reproduce verify`, each LLM attempt);
+//! * [`plan`] – the model's plan of the script before the first attempt (RepGen's plan);
+//! * [`precheck`] – static checks of a candidate before it runs (syntax, missing packages, the
+//!   report's exception raised by the script itself, undefined names);
 //! * [`minimize`] – hierarchical ddmin over statements while the verdict holds;
 //! * [`opinion`] – a model's opinion on silent and code-inspection reports, kept apart from
 //!   the verdict;
@@ -27,6 +30,8 @@ pub mod minimize;
 pub mod observe;
 pub mod opinion;
 pub mod outputs;
+pub mod plan;
+pub mod precheck;
 pub mod report;
 pub mod run;
 pub mod verdict;

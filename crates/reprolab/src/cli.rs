@@ -485,18 +485,8 @@ pub struct ReproduceArgs {
     /// reproductions/<report name>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Generate-run-refine attempts before giving up.
-    #[arg(long, default_value_t = 5, value_name = "K")]
-    pub attempts: u32,
-    /// Most tokens of one model answer (a script rarely needs more than 1,000; small local
-    /// models that ramble are cut here).
-    #[arg(long, default_value_t = 2048, value_name = "N")]
-    pub max_tokens: u32,
-    /// Code context: the K definitions of `--repo`/the report's code/a pinned non-framework
-    /// package that rank highest against the report (BM25 over code-aware tokens, traceback
-    /// functions first; training loops added for silent bugs) go into the prompt; 0: none.
-    #[arg(long = "context", default_value_t = 5, value_name = "K")]
-    pub context: usize,
+    #[command(flatten)]
+    pub agent: ReproduceAgentArgs,
     /// Keep the reproducing script as the model wrote it (by default statements are deleted
     /// while the verdict holds; the full script is kept as reproduce.full.py).
     #[arg(long)]
@@ -924,10 +914,22 @@ pub struct BenchReproduceArgs {
     /// Only these bugs (comma-separated ids; a trailing * matches a prefix).
     #[arg(long, value_delimiter = ',', value_name = "IDS")]
     pub only: Vec<String>,
-    /// Generate-run-refine attempts per bug.
+    #[command(flatten)]
+    pub agent: ReproduceAgentArgs,
+    #[command(flatten)]
+    pub run: ReproduceRunOptions,
+    #[command(flatten)]
+    pub llm: crate::llm::LlmArgs,
+}
+
+/// How the model writes reproductions (`reproduce REPORT`, `bench reproduce --llm`).
+#[derive(Debug, Args)]
+pub struct ReproduceAgentArgs {
+    /// Generate-run-refine attempts per bug before giving up.
     #[arg(long, default_value_t = 5, value_name = "K")]
     pub attempts: u32,
-    /// Most tokens of one model answer.
+    /// Most tokens of one model answer (a script rarely needs more than 1,000; small local
+    /// models that ramble are cut here).
     #[arg(long, default_value_t = 2048, value_name = "N")]
     pub max_tokens: u32,
     /// Code context: the K definitions of `--repo`/the report's code/a pinned non-framework
@@ -935,10 +937,25 @@ pub struct BenchReproduceArgs {
     /// functions first; training loops added for silent bugs) go into the prompt; 0: none.
     #[arg(long = "context", default_value_t = 5, value_name = "K")]
     pub context: usize,
-    #[command(flatten)]
-    pub run: ReproduceRunOptions,
-    #[command(flatten)]
-    pub llm: crate::llm::LlmArgs,
+    /// Skip the plan: by default the model first lists the reproduction's concrete steps
+    /// (RepGen's plan), and every attempt's prompt carries them.
+    #[arg(long)]
+    pub no_plan: bool,
+}
+
+impl ReproduceAgentArgs {
+    /// The loop's settings; `--attempts` checked.
+    pub fn options(&self) -> anyhow::Result<reprolab_reproduce::agent::AgentOptions> {
+        if self.attempts == 0 || self.attempts > 50 {
+            anyhow::bail!("--attempts is {}; expected 1 to 50", self.attempts);
+        }
+        Ok(reprolab_reproduce::agent::AgentOptions {
+            attempts: self.attempts,
+            max_tokens: self.max_tokens,
+            plan: !self.no_plan,
+            ..Default::default()
+        })
+    }
 }
 
 #[derive(Debug, Args)]

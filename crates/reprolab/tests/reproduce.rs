@@ -173,6 +173,13 @@ fn fenced(code: &str) -> String {
     format!("Here is the script:\n```python\n{code}```\n")
 }
 
+/// The planning answer every loop asks for first (unless `--no-plan`).
+fn plan() -> FakeReply {
+    FakeReply::Text(
+        "```json\n[\"Make an output of shape (400,) and a target of shape (16,)\", \"Call torch.nn.BCELoss on them so that the library raises the ValueError\"]\n```".into(),
+    )
+}
+
 /// `reprolab reproduce REPORT --llm <the fake server> --out DIR/repro ARGS`.
 fn reproduce_with(dir: &Path, server: &FakeServer, args: &[&str]) -> std::process::Output {
     let report = write(dir, "report.md", REPORT);
@@ -196,6 +203,7 @@ fn the_llm_loop_feeds_back_real_outcomes_until_the_bug_shows() {
     let server = FakeServer::start_background(
         Flavor::OpenAi,
         [
+            plan(),
             FakeReply::Text("I think the shapes differ.".into()),
             FakeReply::Text(fenced(CLEAN)),
             FakeReply::Text(fenced(GOOD)),
@@ -219,17 +227,92 @@ fn the_llm_loop_feeds_back_real_outcomes_until_the_bug_shows() {
         attempts["attempts"][0]["problem"],
         "the answer holds no Python code"
     );
+    assert_eq!(
+        attempts["plan"]["steps"][0],
+        "Make an output of shape (400,) and a target of shape (16,)"
+    );
     let requests = server.requests();
-    assert_eq!(requests.len(), 3);
-    let last = requests[2].body["messages"].to_string();
+    assert_eq!(requests.len(), 4, "the plan, then three attempts");
+    let last = requests[3].body["messages"].to_string();
     assert!(
         last.contains("without raising ValueError"),
-        "the third prompt carries the second attempt's real outcome: {last}"
+        "the third attempt's prompt carries the second attempt's real outcome: {last}"
     );
-    let first = requests[0].body["messages"].to_string();
+    let planning = requests[0].body["messages"].to_string();
     assert!(
-        first.contains("torch 2.15.0") && first.contains("never `raise`"),
+        planning.contains("torch 2.15.0")
+            && planning.contains("never `raise`")
+            && planning.contains("Do not write the script yet"),
+        "{planning}"
+    );
+    let first = requests[1].body["messages"].to_string();
+    assert!(
+        first.contains("1. Make an output of shape (400,)") && !first.contains("Do not write"),
+        "every attempt follows the plan: {first}"
+    );
+}
+
+/// A script that imports a package the environment lacks is answered by the static pre-check,
+/// without a run; the next attempt's prompt carries the finding.
+#[test]
+fn the_pre_check_answers_a_pointless_script_without_running_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = "import torch\nimport tensorflow_addons_not_here as tfa\nout = torch.sigmoid(torch.randn(400))\n";
+    let server = FakeServer::start_background(
+        Flavor::OpenAi,
+        [
+            FakeReply::Text(fenced(missing)),
+            FakeReply::Text(fenced(&format!("{GOOD}print(undefined_later)\n"))),
+        ],
+    );
+    let out = reproduce_with(
+        tmp.path(),
+        &server,
+        &[
+            "--runs",
+            "2",
+            "--attempts",
+            "2",
+            "--no-minimize",
+            "--no-plan",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let attempts = read_json(tmp.path().join("repro/attempts.json"));
+    assert!(attempts.get("plan").is_none(), "--no-plan asks for none");
+    let first = &attempts["attempts"][0];
+    assert!(first["verdict"].is_null(), "not run: {first}");
+    assert_eq!(first["precheck"][0]["kind"], "missing-module");
+    assert_eq!(first["precheck"][0]["line"], 2);
+    assert!(
+        first["problem"]
+            .as_str()
+            .unwrap()
+            .starts_with("not run: line 2: `tensorflow_addons_not_here` cannot be imported"),
         "{first}"
+    );
+    // The second script reproduces before its undefined name is reached: advisory only.
+    let second = &attempts["attempts"][1];
+    assert_eq!(second["verdict"]["reproduced"], true, "{second}");
+    assert_eq!(second["precheck"][0]["kind"], "undefined-name");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let feedback = requests[1].body["messages"].to_string();
+    assert!(
+        feedback.contains("I did not run your script")
+            && feedback.contains("tensorflow_addons_not_here"),
+        "{feedback}"
+    );
+    let store = reprolab_store::Store::open(&tmp.path().join("store.db")).unwrap();
+    assert_eq!(
+        store.count_script_runs().unwrap(),
+        2,
+        "only the second script ran, once per seed"
     );
 }
 
@@ -264,7 +347,8 @@ unused = [math.sqrt(i) for i in range(3)]
 {GOOD}print('done')
 "
     );
-    let server = FakeServer::start_background(Flavor::OpenAi, [FakeReply::Text(fenced(&padded))]);
+    let server =
+        FakeServer::start_background(Flavor::OpenAi, [plan(), FakeReply::Text(fenced(&padded))]);
     let out = reproduce_with(tmp.path(), &server, &["--runs", "1"]);
     assert_eq!(out.status.code(), Some(0));
     let out_dir = tmp.path().join("repro");
@@ -297,7 +381,8 @@ fn the_prompt_holds_the_repos_definitions_that_the_traceback_names() {
         "  File \"train.py\", line 40, in <module>\n    loss = criterion(discriminator_head(feats), label)\n  File \"gan/heads.py\", line 6, in discriminator_head\n    return out.view(-1)\n",
     );
     let report = write(tmp.path(), "report.md", &text);
-    let server = FakeServer::start_background(Flavor::OpenAi, [FakeReply::Text(fenced(GOOD))]);
+    let server =
+        FakeServer::start_background(Flavor::OpenAi, [plan(), FakeReply::Text(fenced(GOOD))]);
     let out_dir = tmp.path().join("repro");
     let out = run(cmd(tmp.path())
         .args(["reproduce"])
@@ -339,7 +424,8 @@ fn the_prompt_holds_the_repos_definitions_that_the_traceback_names() {
     assert_eq!(attempts["context"][0]["name"], "discriminator_head");
 
     // --context 0: no code in the prompt.
-    let server = FakeServer::start_background(Flavor::OpenAi, [FakeReply::Text(fenced(GOOD))]);
+    let server =
+        FakeServer::start_background(Flavor::OpenAi, [plan(), FakeReply::Text(fenced(GOOD))]);
     let out = run(cmd(tmp.path())
         .args(["reproduce"])
         .arg(&report)
@@ -361,7 +447,8 @@ fn a_pinned_packages_installed_source_is_the_context() {
     let tmp = tempfile::tempdir().unwrap();
     let text = "# shortest_path fails for a node that exists\n\n```\nTraceback (most recent call last):\n  File \"main.py\", line 9, in <module>\n    nx.shortest_path(G, 0, 5)\n  File \"/usr/lib/python3.11/site-packages/networkx/algorithms/shortest_paths/generic.py\", line 150, in shortest_path\n    paths = nx.bidirectional_shortest_path(G, source, target)\nnetworkx.exception.NetworkXError: Either source 0 or target 5 is not in G\n```\n\nEnvironment: torch 2.15.0, networkx 3.6.1\n";
     let report = write(tmp.path(), "report.md", text);
-    let server = FakeServer::start_background(Flavor::OpenAi, [FakeReply::Text(fenced(GOOD))]);
+    let server =
+        FakeServer::start_background(Flavor::OpenAi, [plan(), FakeReply::Text(fenced(GOOD))]);
     let out_dir = tmp.path().join("repro");
     let out = run(cmd(tmp.path())
         .args(["reproduce"])
@@ -451,6 +538,7 @@ fn a_silent_bug_gets_the_models_opinion_beside_the_verdict() {
     let server = FakeServer::start_background(
         Flavor::OpenAi,
         [
+            plan(),
             FakeReply::Text(fenced(script)),
             FakeReply::Text("{\"reproduced\": false, \"reason\": \"made-up doubt\"}".into()),
         ],
@@ -474,7 +562,7 @@ fn a_silent_bug_gets_the_models_opinion_beside_the_verdict() {
         verdict["llm_opinion"]["label"],
         "an LLM's opinion, not the verdict"
     );
-    let judged = server.requests()[1].body["messages"].to_string();
+    let judged = server.requests()[2].body["messages"].to_string();
     assert!(
         judged.contains("reported loss: NaN") || judged.contains("loss is NaN"),
         "the judge sees what ran: {judged}"
@@ -482,11 +570,13 @@ fn a_silent_bug_gets_the_models_opinion_beside_the_verdict() {
 }
 
 /// SmolLM2-135M's real answers for three bundled bugs (recorded with `--llm-record` by the
-/// command below) replayed offline: the loop, the warm runs, the feedback prompts (which must
-/// come out byte-identical, or the replay misses) and the bench report, end to end with a real
-/// model's scripts. Re-record after changing a prompt:
-/// `reprolab bench reproduce benchmarks/bugs --llm local:smollm2 --llm-record DIR --attempts 2
-///  --max-tokens 768 --runs 3 --only 02-bce-target-size,20-nan-log-zero-aggregation,09-numpy-requires-grad`
+/// command below) replayed offline through the bench, end to end with a real model's scripts:
+/// each first answer was cut at 768 tokens in the middle of a statement, and the pre-check
+/// answers it without a run. Recorded before the plan step existed (so replayed with
+/// `--no-plan`) and with 2 attempts; the second answers were dropped when the pre-check changed
+/// their prompts. Re-record after changing a prompt:
+/// `reprolab bench reproduce benchmarks/bugs --llm local:smollm2 --llm-record DIR --attempts 1
+///  --max-tokens 768 --runs 3 --no-plan --only 02-bce-target-size,20-nan-log-zero-aggregation,09-numpy-requires-grad`
 #[test]
 fn smollm2_recorded_answers_replay_through_the_bench() {
     let tmp = tempfile::tempdir().unwrap();
@@ -495,11 +585,12 @@ fn smollm2_recorded_answers_replay_through_the_bench() {
         .arg(repo().join("benchmarks/bugs"))
         .args([
             "--attempts",
-            "2",
+            "1",
             "--max-tokens",
             "768",
             "--runs",
             "3",
+            "--no-plan",
             "--only",
         ])
         .arg("02-bce-target-size,20-nan-log-zero-aggregation,09-numpy-requires-grad")
@@ -516,20 +607,20 @@ fn smollm2_recorded_answers_replay_through_the_bench() {
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 3);
     for row in rows {
-        assert_eq!(row["attempts"], 2, "{row}");
-        assert_eq!(row["calls"], 2, "every answer replayed: {row}");
+        assert_eq!(row["attempts"], 1, "{row}");
+        assert_eq!(row["calls"], 1, "every answer replayed: {row}");
         assert_eq!(
             row["reproduced"], false,
             "SmolLM2 reproduces none of them: {row}"
         );
+        let reason = row["reason"].as_str().unwrap();
         assert!(
-            row["reason"]
-                .as_str()
-                .unwrap()
-                .starts_with("not reproduced"),
+            reason.starts_with("not run: line ") && reason.contains("SyntaxError"),
             "{row}"
         );
     }
+    let store = reprolab_store::Store::open(&tmp.path().join("store.db")).unwrap();
+    assert_eq!(store.count_script_runs().unwrap(), 0, "nothing was run");
     let report = std::fs::read_to_string(tmp.path().join("bench/report.md")).unwrap();
     assert!(report.contains("| all | 0/3 (0.0%) |"), "{report}");
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use reprolab_exec::PythonEnv;
 use reprolab_exec::spec_env::{AsOf, Pin, Resolution, ensure_spec};
-use reprolab_reproduce::agent::{self, AgentOptions, Attempt};
+use reprolab_reproduce::agent::{self, Attempt};
 use reprolab_reproduce::context::{self as code, ContextOptions, Snippet};
 use reprolab_reproduce::opinion;
 use reprolab_reproduce::outputs::{self, VerdictFile};
@@ -462,24 +462,17 @@ fn context_origin(snippets: &[Snippet]) -> serde_json::Value {
 
 async fn generate_cmd(g: &Global, a: &ReproduceArgs, warm: Option<&WarmPools>) -> Result<ExitCode> {
     let report_path = a.report.as_ref().expect("clap requires REPORT");
-    if a.attempts == 0 || a.attempts > 50 {
-        bail!("--attempts is {}; expected 1 to 50", a.attempts);
-    }
+    let opts = a.agent.options()?;
     let p = prepare(g, report_path, &a.run).await?;
     let store = (!g.no_cache).then(|| context::open_store(g)).transpose()?;
     let session = crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?;
-    let snippets = code_context(&p, a.context).await;
+    let snippets = code_context(&p, a.agent.context).await;
     let runner = runner(g, &p, &a.run, store.as_ref(), warm);
     let out = a
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("reproductions").join(&p.report.id));
-    let opts = AgentOptions {
-        attempts: a.attempts,
-        max_tokens: a.max_tokens,
-        ..AgentOptions::default()
-    };
-    let pb = progress::bar(a.attempts as u64, "attempts", g.json);
+    let pb = progress::bar(opts.attempts as u64, "attempts", g.json);
     let mut on_attempt = |at: &Attempt| {
         let line = match (&at.verdict, &at.problem) {
             (Some(v), _) => v.summary(),
@@ -488,7 +481,7 @@ async fn generate_cmd(g: &Global, a: &ReproduceArgs, warm: Option<&WarmPools>) -
         };
         progress::line(
             &pb,
-            &format!("attempt {}/{}: {line}", at.number, a.attempts),
+            &format!("attempt {}/{}: {line}", at.number, opts.attempts),
         );
         pb.inc(1);
     };
@@ -518,10 +511,7 @@ async fn generate_cmd(g: &Global, a: &ReproduceArgs, warm: Option<&WarmPools>) -
         "context": context_origin(&result.context),
     });
     let Some(best) = result.best() else {
-        let why = result
-            .stopped
-            .clone()
-            .unwrap_or_else(|| "no answer held a script".into());
+        let why = result.why_unjudged();
         if g.json {
             println!(
                 "{}",
@@ -745,11 +735,7 @@ async fn bench_llm(
     let (mut results, done) = ResultsFile::open::<ReproduceRow>(&a.out)?;
     let mut rows: Vec<ReproduceRow> = done.into_iter().filter(|r| r.model == model).collect();
     let store = (!g.no_cache).then(|| context::open_store(g)).transpose()?;
-    let opts = AgentOptions {
-        attempts: a.attempts,
-        max_tokens: a.max_tokens,
-        ..AgentOptions::default()
-    };
+    let opts = a.agent.options()?;
     let pb = progress::bar(reports.len() as u64, "bugs", g.json);
     for report in reports {
         if rows.iter().any(|r| r.id == report.id) {
@@ -760,7 +746,7 @@ async fn bench_llm(
         let before = session.meter.snapshot();
         let p = prepare_report(g, report, &a.run).await?;
         let runner = runner(g, &p, &a.run, store.as_ref(), warm);
-        let snippets = code_context(&p, a.context).await;
+        let snippets = code_context(&p, a.agent.context).await;
         let result = agent::reproduce(
             session.model.as_ref(),
             &p.case(&snippets),
@@ -797,7 +783,7 @@ async fn bench_llm(
         let reason = match (best.and_then(|b| b.verdict.as_ref()), &result.stopped) {
             (_, Some(stop)) => stop.clone(),
             (Some(v), None) => v.summary(),
-            (None, None) => "no answer held a script".into(),
+            (None, None) => result.why_unjudged(),
         };
         let cost = after.cost_usd - before.cost_usd;
         let row = ReproduceRow {
