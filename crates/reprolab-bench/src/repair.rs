@@ -1,6 +1,6 @@
 //! `bench repair`: one row per (fault, engine, budget, repeat) cell, the study's Table 9 (patched
 //! metric per fault), Figure 3 (improvement rate per engine and budget) and a summary per engine
-//! and budget. When faults have alternative ground truths (`alternatives.json`), AJ is also
+//! and budget, the holdout runs per fault ([`runs`]) and the anytime curves ([`anytime`]). When faults have alternative ground truths (`alternatives.json`), AJ is also
 //! given against the best-matching variant ("AJ after").
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -80,6 +80,10 @@ pub struct Row {
     /// empty in rows written before it was recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<[f64; 2]>,
+    /// The validation's holdout runs ([`runs::Runs`]); `None` without a patch and in rows
+    /// written before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<runs::Runs>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -146,6 +150,7 @@ impl Row {
             patch_types: Some(v.map_or(Vec::new(), |v| v.patch_types.clone())),
             aj_after: None,
             history: out.history.to_vec(),
+            runs: v.map(|v| runs::Runs::of(v, subject)),
         }
     }
 
@@ -519,6 +524,7 @@ pub fn build_report(results: &Results, setup: &Setup) -> Report {
             },
         ]
         .into_iter()
+        .chain(runs::section(rows))
         .chain(anytime)
         .collect(),
     }
@@ -530,5 +536,6 @@ pub fn done(rows: &[Row]) -> HashSet<String> {
 }
 
 pub mod anytime;
+pub mod runs;
 #[cfg(test)]
 mod tests;

@@ -149,6 +149,41 @@ impl Metric {
     pub fn goal_name(&self) -> &'static str {
         self.goal.as_str()
     }
+
+    /// The values the metric can take, when its name says so and every run agrees: a
+    /// proportion (accuracy, F1, precision, recall, AUC, IoU, Dice) lies in `[0, 1]`, an error
+    /// or a loss (MAE, MSE, RMSE, MAPE, `*_loss`, `*_error`) in `[0, ∞)`. `None` when the name
+    /// says nothing or a run lies outside (an accuracy in percent). Confidence intervals are
+    /// cut to it.
+    pub fn range(&self, values: &[f64]) -> Option<(f64, f64)> {
+        const PROPORTIONS: &[&str] = &[
+            "accuracy",
+            "acc",
+            "f1",
+            "precision",
+            "recall",
+            "auc",
+            "iou",
+            "miou",
+            "dice",
+            "jaccard",
+        ];
+        const ERRORS: &[&str] = &["mae", "mse", "rmse", "mape", "msle", "loss", "error", "err"];
+        let name = self.name.to_lowercase();
+        let words: Vec<&str> = name.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+        let named = |list: &[&str]| words.iter().any(|w| list.contains(w));
+        let range = if named(PROPORTIONS) {
+            (0.0, 1.0)
+        } else if named(ERRORS) {
+            (0.0, f64::INFINITY)
+        } else {
+            return None;
+        };
+        values
+            .iter()
+            .all(|v| !v.is_finite() || (range.0..=range.1).contains(v))
+            .then_some(range)
+    }
 }
 
 /// Whether a larger or a smaller metric is better.

@@ -1130,3 +1130,24 @@ fn the_documented_example_is_valid() {
         }
     );
 }
+
+#[test]
+fn a_metric_s_range_comes_from_its_name_when_the_runs_agree() {
+    let m = |name: &str| Metric {
+        name: name.into(),
+        goal: Goal::Max,
+    };
+    assert_eq!(m("accuracy").range(&[0.9, 1.0]), Some((0.0, 1.0)));
+    assert_eq!(m("val_acc").range(&[0.5]), Some((0.0, 1.0)));
+    assert_eq!(m("macro-F1").range(&[]), Some((0.0, 1.0)));
+    assert_eq!(m("mae").range(&[0.3, 12.0]), Some((0.0, f64::INFINITY)));
+    assert_eq!(
+        m("test_loss").range(&[0.3, f64::NAN]),
+        Some((0.0, f64::INFINITY))
+    );
+    // An accuracy in percent, a negative "error", a name that says nothing.
+    assert_eq!(m("accuracy").range(&[93.0, 95.5]), None);
+    assert_eq!(m("error").range(&[-0.5]), None);
+    assert_eq!(m("r2").range(&[0.5]), None);
+    assert_eq!(m("reward").range(&[0.5]), None);
+}

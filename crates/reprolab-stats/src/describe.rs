@@ -3,7 +3,9 @@
 //! A report always shows the spread of the runs next to any test result:
 //! a p-value alone hides whether a difference is 0.1 or 10 points. The CI of
 //! the mean is the classic t interval because groups are small (n ≈ 10–20),
-//! where a normal interval would be too narrow.
+//! where a normal interval would be too narrow. Near the edge of what a metric can
+//! take (an accuracy of 0.99 ± 0.02) the t interval passes it; [`Summary::within`]
+//! cuts it there, since no mean of such runs can lie beyond.
 
 use serde::Serialize;
 
@@ -26,6 +28,15 @@ pub struct Summary {
     pub median: f64,
     /// 95 % t-based confidence interval of the mean; `(mean, mean)` when `n < 2`.
     pub ci95: (f64, f64),
+}
+
+impl Summary {
+    /// The summary with its CI cut to `[lo, hi]`, the values the metric can take.
+    pub fn within(mut self, (lo, hi): (f64, f64)) -> Summary {
+        debug_assert!(lo <= hi, "an empty range [{lo}, {hi}]");
+        self.ci95 = (self.ci95.0.max(lo).min(hi), self.ci95.1.max(lo).min(hi));
+        self
+    }
 }
 
 /// Arithmetic mean; NaN for an empty slice.
@@ -132,6 +143,21 @@ mod tests {
         assert_eq!(s.max, 0.95);
         assert!(close(s.ci95.0, CI_LO, 1e-12));
         assert!(close(s.ci95.1, CI_HI, 1e-12));
+    }
+
+    #[test]
+    fn a_ci_is_cut_to_the_values_a_metric_can_take() {
+        // Accuracies near 1: the t interval passes it (scipy: (0.9658, 1.0102)).
+        let s = summarize(&[1.0, 0.98, 1.0, 0.96, 1.0]);
+        assert!(s.ci95.1 > 1.0, "{:?}", s.ci95);
+        let cut = s.clone().within((0.0, 1.0));
+        assert_eq!(cut.ci95.1, 1.0);
+        assert_eq!(cut.ci95.0, s.ci95.0);
+        assert_eq!((cut.mean, cut.std), (s.mean, s.std));
+        // An error metric near 0 keeps its interval above 0.
+        let e = summarize(&[0.01, 0.2, 0.02, 0.0]).within((0.0, f64::INFINITY));
+        assert_eq!(e.ci95.0, 0.0);
+        assert!(e.ci95.1 > 0.2);
     }
 
     #[test]

@@ -27,6 +27,7 @@ fn row(fault: &str, engine: &str, budget: &str, repeat: usize) -> Row {
         patch_types: Some(Vec::new()),
         aj_after: None,
         history: Vec::new(),
+        runs: None,
     }
 }
 
@@ -240,4 +241,46 @@ fn the_anytime_figures_show_one_line_per_engine_and_only_for_rows_with_histories
     let svg = &section.figures[0].svg;
     assert_eq!(svg.matches("<polyline").count(), 2, "{svg}");
     assert!(svg.contains("guided (1 cells)") && svg.contains("% of budget spent"));
+}
+
+#[test]
+fn runs_per_fault_pool_each_engines_repeats_with_cis_cut_to_the_metric() {
+    let samples = |xs: &[f64]| xs.iter().map(|x| Some(*x)).collect::<Vec<_>>();
+    let with_runs = |mut r: Row, patched: &[f64]| {
+        r.runs = Some(runs::Runs {
+            faulty: samples(&[0.5, 0.52, 0.48]),
+            patched: samples(patched),
+            gt: Some(samples(&[1.0, 0.98, 1.0])),
+            range: Some((0.0, 1.0)),
+        });
+        r
+    };
+    let rows = vec![
+        with_runs(row("a", "random", "10x", 0), &[0.9, 0.92, 0.88]),
+        row("a", "random", "10x", 1), // no patch: no validation
+        with_runs(row("a", "bohb", "10x", 0), &[1.0, 0.96, 1.0]),
+        with_runs(row("a", "bohb", "10x", 1), &[0.7]),
+        row("b", "random", "10x", 0),
+    ];
+    let section = runs::section(&rows).expect("rows with runs");
+    assert_eq!(section.figures.len(), 1, "fault b kept no runs");
+    let t = &section.tables[0];
+    let cells: Vec<Vec<&str>> = t
+        .rows
+        .iter()
+        .map(|r| r.iter().map(|c| c.text.as_str()).collect())
+        .collect();
+    assert_eq!(cells[0][..5], ["a", "faulty", "1", "0", "3"]);
+    assert_eq!(cells[1][..5], ["a", "random 10x", "2", "1", "3"]);
+    assert_eq!(
+        cells[2][..5],
+        ["a", "bohb 10x", "2", "0", "4"],
+        "pooled over repeats"
+    );
+    assert_eq!(cells[3][..5], ["a", "known fix", "1", "0", "3"]);
+    // The fix's runs near 1: the t interval would pass 1.0; cut to the metric's range.
+    assert_eq!(cells[3][5], "0.9933");
+    assert!(cells[3][6].ends_with(", 1.0000]"), "{}", cells[3][6]);
+    // Rows without runs (older results) give no section.
+    assert!(runs::section(&[row("a", "random", "10x", 0)]).is_none());
 }

@@ -91,8 +91,8 @@ pub async fn run(g: &Global, args: &CompareArgs) -> Result<ExitCode> {
     if g.json {
         let out = json!({
             "subject": subject.name, "metric": subject.metric.name, "goal": subject.metric.goal,
-            "a": {"config_path": path_a, "runs": runs_json(&ra), "summary": summary(&ra, split)},
-            "b": {"config_path": path_b, "runs": runs_json(&rb), "summary": summary(&rb, split)},
+            "a": {"config_path": path_a, "runs": runs_json(&ra), "summary": summary(&ra, split, &subject.metric)},
+            "b": {"config_path": path_b, "runs": runs_json(&rb), "summary": summary(&rb, split, &subject.metric)},
             "diff": config_a.diff(&config_b).into_iter().map(|(k, x, y)| json!({"key": k, "a": x, "b": y})).collect::<Vec<_>>(),
             "comparison": cmp, "failed": failed,
         });
@@ -126,7 +126,7 @@ pub async fn run(g: &Global, args: &CompareArgs) -> Result<ExitCode> {
                 .filter(|e| !e.record.outcome.is_ok())
                 .count()
                 .to_string();
-            match summary(r, split) {
+            match summary(r, split, &subject.metric) {
                 Some(s) => rows.push(vec![
                     name.into(),
                     s.n.to_string(),

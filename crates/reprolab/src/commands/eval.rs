@@ -40,8 +40,8 @@ pub async fn run(g: &Global, a: &EvalArgs) -> Result<ExitCode> {
     let failed = evals.iter().filter(|e| !e.record.outcome.is_ok()).count();
     let cached = evals.iter().filter(|e| e.cached).count();
     let (search, holdout) = (
-        summary(&evals, Split::Search),
-        summary(&evals, Split::Holdout),
+        summary(&evals, Split::Search, &subject.metric),
+        summary(&evals, Split::Holdout, &subject.metric),
     );
     if g.json {
         let out = json!({

@@ -21,7 +21,7 @@ pub mod trace;
 
 use anyhow::Result;
 use reprolab_core::Split;
-use reprolab_core::manifest::{Config, Subject};
+use reprolab_core::manifest::{Config, Metric, Subject};
 use reprolab_exec::{Evaluation, Evaluator, Mode};
 use reprolab_stats::Summary;
 use serde::Serialize;
@@ -98,10 +98,17 @@ pub fn runs_json(evals: &[Evaluation]) -> Vec<RunJson<'_>> {
         .collect()
 }
 
-/// Summary of one split, `None` when no run finished.
-pub fn summary(evals: &[Evaluation], split: Split) -> Option<Summary> {
+/// Summary of one split, its CI cut to the values the metric can take; `None` when no run
+/// finished.
+pub fn summary(evals: &[Evaluation], split: Split, metric: &Metric) -> Option<Summary> {
     let xs = metrics(evals, split);
-    (!xs.is_empty()).then(|| reprolab_stats::summarize(&xs))
+    (!xs.is_empty()).then(|| {
+        let s = reprolab_stats::summarize(&xs);
+        match metric.range(&xs) {
+            Some(range) => s.within(range),
+            None => s,
+        }
+    })
 }
 
 /// `[lo, hi]` with 4 decimals.
