@@ -271,21 +271,14 @@ pub async fn reproduce(
     opts: &AgentOptions,
     on_attempt: &mut dyn FnMut(&Attempt),
 ) -> Reproduction {
-    let Case {
-        report,
-        facts,
-        env,
-        seeds,
-        context,
-    } = *case;
-    let mut task = task_prompt(report, facts, env, context);
+    let mut task = task_prompt(case.report, case.facts, case.env, case.context);
     let mut last: Option<(String, String)> = None; // (answer, feedback)
     let mut result = Reproduction {
         plan: None,
         attempts: Vec::new(),
         reproduced_by: None,
         stopped: None,
-        context: context.to_vec(),
+        context: case.context.to_vec(),
     };
     if opts.plan {
         match ask_plan(model, &task, opts).await {
@@ -306,7 +299,7 @@ pub async fn reproduce(
         }
     }
     let checker = Precheck::for_runner(runner);
-    let expect = precheck::expected_exception(facts).map(str::to_string);
+    let expect = precheck::expected_exception(case.facts).map(str::to_string);
     for number in 1..=opts.attempts.max(1) {
         let mut messages = vec![Message::system(SYSTEM), Message::user(task.clone())];
         if let Some((answer, feedback)) = &last {
@@ -364,48 +357,71 @@ pub async fn reproduce(
             }
             Some(script) => {
                 let script = format!("{}\n", script.trim_end());
-                let findings = {
-                    let (checker, script, expect) =
-                        (checker.clone(), script.clone(), expect.clone());
-                    tokio::task::spawn_blocking(move || checker.check(&script, expect.as_deref()))
-                        .await
-                        .unwrap_or_default()
-                };
-                if precheck::blocks(&findings) {
-                    let first = findings.iter().find(|f| f.blocking).expect("blocks");
-                    attempt.problem = Some(format!("not run: {}", first.describe()));
-                    let feedback = precheck::blocking_feedback(&findings);
-                    attempt.script = Some(script);
-                    attempt.precheck = findings;
-                    on_attempt(&attempt);
-                    result.attempts.push(attempt);
-                    last = Some((answer, feedback));
-                    continue;
-                }
-                let label = format!("reproduce {} attempt {number}", report.id);
-                let (runs, verdict) =
-                    verify(facts, &report.text, &script, runner, &label, seeds).await;
-                let feedback =
-                    feedback_prompt(&verdict, &runs) + &precheck::advisory_note(&findings);
-                attempt.precheck = findings;
-                let reproduced = verdict.reproduced;
-                attempt.script = Some(script);
-                attempt.verdict = Some(verdict);
-                attempt.runs = runs;
-                if reproduced {
-                    on_attempt(&attempt);
-                    result.reproduced_by = Some(result.attempts.len());
-                    result.attempts.push(attempt);
-                    break;
-                }
-                feedback
+                judge_script(
+                    &mut attempt,
+                    script,
+                    &checker,
+                    expect.as_deref(),
+                    case,
+                    runner,
+                )
+                .await
             }
         };
+        let reproduced = attempt.verdict.as_ref().is_some_and(|v| v.reproduced);
         on_attempt(&attempt);
+        if reproduced {
+            result.reproduced_by = Some(result.attempts.len());
+        }
         result.attempts.push(attempt);
+        if reproduced {
+            break;
+        }
         last = Some((answer, feedback));
     }
     result
+}
+
+/// Pre-check `script`, and run and judge it unless a finding blocks it; fills `attempt` and
+/// returns the feedback for the next attempt.
+async fn judge_script(
+    attempt: &mut Attempt,
+    script: String,
+    checker: &Precheck,
+    expect: Option<&str>,
+    case: &Case<'_>,
+    runner: &ScriptRunner<'_>,
+) -> String {
+    let findings = {
+        let (checker, script, expect) = (checker.clone(), script.clone(), expect.map(String::from));
+        tokio::task::spawn_blocking(move || checker.check(&script, expect.as_deref()))
+            .await
+            .unwrap_or_default()
+    };
+    attempt.script = Some(script);
+    if precheck::blocks(&findings) {
+        let first = findings.iter().find(|f| f.blocking).expect("blocks");
+        attempt.problem = Some(format!("not run: {}", first.describe()));
+        let feedback = precheck::blocking_feedback(&findings);
+        attempt.precheck = findings;
+        return feedback;
+    }
+    let label = format!("reproduce {} attempt {}", case.report.id, attempt.number);
+    let script = attempt.script.as_deref().expect("set above");
+    let (runs, verdict) = verify(
+        case.facts,
+        &case.report.text,
+        script,
+        runner,
+        &label,
+        case.seeds,
+    )
+    .await;
+    let feedback = feedback_prompt(&verdict, &runs) + &precheck::advisory_note(&findings);
+    attempt.precheck = findings;
+    attempt.verdict = Some(verdict);
+    attempt.runs = runs;
+    feedback
 }
 
 /// Ask for the plan; an answer without steps is a plan with a `problem` and no steps.
