@@ -8,6 +8,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::manifest::Task;
+
 /// One layer of a trace record; absent or non-numeric fields are `None`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct LayerRecord {
@@ -105,6 +107,16 @@ pub enum SymptomKind {
     /// that is constant, e.g. a softmax over one unit). Checked before the gradient ratios and
     /// dying ReLUs, which it would otherwise trigger.
     NoGradient,
+    /// A regression whose output layer squashes (sigmoid, tanh, softsign, hard_sigmoid,
+    /// softmax) is pinned at its bound: saturated in half the epochs, a mean |out| within 10% of
+    /// 1 at the end, or a loss that stops falling (DeepDiagnosis' "output out of the labels'
+    /// range"). Only [`detect_for`] with a regression task looks for it. Not an AutoTrainer
+    /// check.
+    BoundedOutput,
+    /// Every hidden layer is linear (no nonlinearity between layers: the network is one linear
+    /// map) and the loss fell by less than 10% from the first epoch to the last. Not an
+    /// AutoTrainer check.
+    LinearModel,
     /// `‖g_first‖ / ‖g_last‖ < 1e-3` and `‖g_first‖ < 1e-4`.
     VanishingGradient,
     /// `‖g_first‖ / ‖g_last‖ > 70`, or a non-finite gradient norm.
@@ -133,6 +145,8 @@ impl SymptomKind {
     pub fn as_str(self) -> &'static str {
         match self {
             SymptomKind::NoGradient => "no_gradient",
+            SymptomKind::BoundedOutput => "bounded_output",
+            SymptomKind::LinearModel => "linear_model",
             SymptomKind::VanishingGradient => "vanishing_gradient",
             SymptomKind::ExplodingGradient => "exploding_gradient",
             SymptomKind::NanLoss => "nan_loss",
@@ -189,6 +203,8 @@ pub struct Thresholds {
     pub few_updates: u64,
     /// ... when its loss fell by less than this share of the first epoch's.
     pub few_updates_fall: f64,
+    /// Share of the first epoch's loss that a linear model must lose to count as learning.
+    pub linear_stall: f64,
 }
 
 impl Default for Thresholds {
@@ -206,6 +222,7 @@ impl Default for Thresholds {
             still_falling: 0.02,
             few_updates: 100,
             few_updates_fall: 0.5,
+            linear_stall: 0.1,
         }
     }
 }
@@ -401,8 +418,148 @@ pub fn detect_named(
     if let Some(evidence) = few_updates(records, th) {
         found(SymptomKind::FewUpdates, evidence);
     }
+    if let Some(evidence) = linear_model(records, th, name) {
+        found(SymptomKind::LinearModel, evidence);
+    }
     out.sort_by_key(|s| s.kind);
     out
+}
+
+/// [`detect_named`] for a subject's task: a regression is also checked for a bounded output
+/// ([`SymptomKind::BoundedOutput`]), which only the task tells from a confident classifier.
+pub fn detect_for(
+    records: &[EpochRecord],
+    th: &Thresholds,
+    name: &dyn Fn(usize, &LayerRecord) -> String,
+    task: Task,
+) -> Vec<Symptom> {
+    let mut out = detect_named(records, th, name);
+    if task == Task::Regression
+        && let Some((j, act, why)) = output_layer(records)
+            .and_then(|(j, act)| bounded_output(records, &act).map(|why| (j, act, why)))
+    {
+        let layer = records
+            .iter()
+            .find_map(|r| r.layers.get(j))
+            .map(|l| name(j, l))
+            .unwrap_or_default();
+        out.push(Symptom::new(
+            SymptomKind::BoundedOutput,
+            format!("regression output layer {layer} ({act}) is bounded: {why}"),
+        ));
+        out.sort_by_key(|s| s.kind);
+    }
+    out
+}
+
+/// Output activations whose values lie in [-1, 1].
+pub const SQUASHING: [&str; 5] = ["sigmoid", "softmax", "tanh", "hard_sigmoid", "softsign"];
+
+/// The output layer's position and activation, as the trace records them.
+fn output_layer(records: &[EpochRecord]) -> Option<(usize, String)> {
+    let n = records.iter().map(|r| r.layers.len()).max()?;
+    let j = n.checked_sub(1)?;
+    let act = records
+        .iter()
+        .find_map(|r| r.layers.get(j).and_then(|l| l.act.clone()))?;
+    Some((j, act.to_ascii_lowercase()))
+}
+
+/// Why an output layer with activation `act` is pinned at its bound (see
+/// [`SymptomKind::BoundedOutput`]); `None` when `act` does not squash or nothing shows it.
+/// Localisation's `bounded-regression-output` monitor reads the same signs.
+pub fn bounded_output(records: &[EpochRecord], act: &str) -> Option<String> {
+    if !SQUASHING.contains(&act) {
+        return None;
+    }
+    let j = records
+        .iter()
+        .map(|r| r.layers.len())
+        .max()?
+        .checked_sub(1)?;
+    let series = |f: fn(&LayerRecord) -> Option<f64>| -> Vec<f64> {
+        records
+            .iter()
+            .filter_map(|r| r.layers.get(j).and_then(f))
+            .filter(|v| v.is_finite())
+            .collect()
+    };
+    let sat = series(|l| l.saturated_frac);
+    let hot = sat.iter().filter(|v| **v >= 0.5).count();
+    let loss: Vec<f64> = records
+        .iter()
+        .filter_map(|r| r.loss)
+        .filter(|x| x.is_finite())
+        .collect();
+    if sat.len() >= 2 && hot * 2 >= sat.len() {
+        return Some(format!("saturated in {hot} of {} epochs", sat.len()));
+    }
+    if let Some(&o) = series(|l| l.mean_abs_out).last()
+        && o >= 0.9
+    {
+        return Some(format!(
+            "mean |out| = {} at the last epoch, at its bound 1",
+            g(o)
+        ));
+    }
+    if loss.len() >= 4 {
+        let h = loss.len() / 2;
+        let b1 = loss[..h].iter().copied().fold(f64::INFINITY, f64::min);
+        let b2 = loss[h..].iter().copied().fold(f64::INFINITY, f64::min);
+        if b1 > 0.0 && b2 >= 0.99 * b1 {
+            return Some(format!(
+                "the loss stops falling at {} (best of the first half {})",
+                g(b2),
+                g(b1)
+            ));
+        }
+    }
+    None
+}
+
+/// Why the network is a linear model that does not learn (see [`SymptomKind::LinearModel`]):
+/// the layers before the output that record an activation all record `linear`, and the loss
+/// fell by less than `th.linear_stall` of the first epoch's.
+fn linear_model(
+    records: &[EpochRecord],
+    th: &Thresholds,
+    name: &dyn Fn(usize, &LayerRecord) -> String,
+) -> Option<String> {
+    let layers = &records.iter().max_by_key(|r| r.layers.len())?.layers;
+    let hidden: Vec<(usize, &LayerRecord)> = layers
+        .iter()
+        .enumerate()
+        .take(layers.len().checked_sub(1)?)
+        .filter(|(_, l)| l.act.is_some())
+        .collect();
+    if hidden.is_empty()
+        || !hidden.iter().all(|(_, l)| {
+            l.act
+                .as_deref()
+                .is_some_and(|a| a.eq_ignore_ascii_case("linear"))
+        })
+    {
+        return None;
+    }
+    let losses: Vec<f64> = records.iter().filter_map(|r| r.loss).collect();
+    let (first, last) = (*losses.first()?, *losses.last()?);
+    if losses.len() < 2 || !first.is_finite() || !last.is_finite() || first <= 0.0 {
+        return None;
+    }
+    let fall = (first - last) / first;
+    (fall < th.linear_stall).then(|| {
+        let names: Vec<String> = hidden.iter().map(|(j, l)| name(*j, l)).collect();
+        format!(
+            "hidden layer{} {} {} linear: the network is one linear map, and its loss fell {:.1}% ({} → {}) < {:.0}%",
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", "),
+            if names.len() == 1 { "is" } else { "are" },
+            fall.max(0.0) * 100.0,
+            g(first),
+            g(last),
+            th.linear_stall * 100.0
+        )
+    })
 }
 
 /// Why the loss was still falling when training stopped (see [`SymptomKind::StillImproving`]).
@@ -514,6 +671,78 @@ mod tests {
         assert!(kinds(&records(&[0.7176, 0.7012, 0.6899], Some(40))).is_empty());
         assert!(kinds(&records(&[1.0, 0.5, 0.2], Some(4))).is_empty());
         assert!(kinds(&records(&[0.7176, 0.7012, 0.6899], None)).is_empty());
+    }
+
+    /// Epochs of `losses` over layers with these activations (the last one the output), each
+    /// with `out` as its mean |out| and no saturation.
+    fn layered(losses: &[f64], acts: &[&str], out: f64) -> Vec<EpochRecord> {
+        let epochs: Vec<Value> = losses
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let layers: Vec<Value> = acts
+                    .iter()
+                    .enumerate()
+                    .map(|(j, a)| {
+                        json!({"name": j.to_string(), "kind": "Linear", "act": a,
+                        "grad_norm": 0.1, "mean_abs_out": out, "saturated_frac": 0.0})
+                    })
+                    .collect();
+                json!({"epoch": i, "loss": l, "layers": layers})
+            })
+            .collect();
+        parse_trace(&epochs)
+    }
+
+    #[test]
+    fn a_stalled_network_without_a_nonlinearity_is_a_linear_model() {
+        // H3's trace: two linear hidden layers, the loss 0.706 -> 0.695.
+        let stalled = [0.7058, 0.7001, 0.6975, 0.6952];
+        let r = layered(&stalled, &["linear", "linear", "softmax"], 0.5);
+        assert_eq!(kinds(&r), vec![SymptomKind::LinearModel]);
+        let e = &detect(&r)[0].evidence;
+        assert!(
+            e.starts_with("hidden layers 0, 1 are linear: the network is one linear map, and its loss fell 1.5%"),
+            "{e}"
+        );
+        // Near misses: one nonlinear hidden layer; a linear model that learns (a linear
+        // regression fitting its data); layers without recorded activations.
+        assert!(kinds(&layered(&stalled, &["linear", "relu", "softmax"], 0.5)).is_empty());
+        let learning = [2.0, 1.0, 0.5, 0.3];
+        assert!(
+            !kinds(&layered(&learning, &["linear", "linear"], 0.5))
+                .contains(&SymptomKind::LinearModel)
+        );
+        assert!(kinds(&records(&stalled, None)).is_empty());
+    }
+
+    #[test]
+    fn a_regressions_squashed_output_is_bounded_only_for_a_regression() {
+        let by_index = |j: usize, _: &LayerRecord| j.to_string();
+        let th = Thresholds::default();
+        // A sigmoid output pinned at 1 (H4's shape; its loss goes on falling a little).
+        let falling = [170.0, 160.0, 158.0, 159.0];
+        let r = layered(&falling, &["relu", "relu", "sigmoid"], 0.97);
+        let found = detect_for(&r, &th, &by_index, Task::Regression);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].kind, SymptomKind::BoundedOutput);
+        assert_eq!(
+            found[0].evidence,
+            "regression output layer 2 (sigmoid) is bounded: mean |out| = 0.9700 at the last epoch, at its bound 1"
+        );
+        // A loss that stops falling below an unpinned sigmoid also shows it.
+        let stuck = [170.0, 150.0, 150.0, 150.0];
+        let r = layered(&stuck, &["relu", "sigmoid"], 0.6);
+        assert!(
+            detect_for(&r, &th, &by_index, Task::Regression)[0]
+                .evidence
+                .contains("the loss stops falling at 150.0000")
+        );
+        // A confident classifier, and a linear regression output, are not bounded outputs.
+        let r = layered(&falling, &["relu", "relu", "sigmoid"], 0.97);
+        assert!(detect_for(&r, &th, &by_index, Task::Classification).is_empty());
+        let r = layered(&falling, &["relu", "relu", "linear"], 0.97);
+        assert!(detect_for(&r, &th, &by_index, Task::Regression).is_empty());
     }
 
     #[test]

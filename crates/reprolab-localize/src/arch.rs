@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use reprolab_core::{Config, ParamKind, Subject};
 use serde_json::Value;
 
-/// Activations that map outputs into a bounded range.
-pub(crate) const SQUASHING: [&str; 5] = ["sigmoid", "softmax", "tanh", "hard_sigmoid", "softsign"];
+/// Activations that map outputs into a bounded range (the symptom checks' own list).
+pub(crate) use reprolab_core::symptoms::SQUASHING;
 /// Activations whose gradient vanishes for large |x| (the saturation monitor's kinds).
 pub(crate) const SATURATING: [&str; 4] = ["sigmoid", "tanh", "softsign", "hard_sigmoid"];
 /// Activations that give a probability per output unit.

@@ -55,7 +55,8 @@
 //! Trace layers are mapped to config layer indices with [`layer_map`].
 
 use reprolab_core::symptoms::{
-    EpochRecord, LayerRecord, SymptomKind, Thresholds, detect, detect_named, parse_trace,
+    EpochRecord, LayerRecord, SymptomKind, Thresholds, bounded_output, detect, detect_named,
+    parse_trace,
 };
 use reprolab_core::{Config, FaultLabel, FaultType, Subject, Task};
 use serde_json::Value;
@@ -629,7 +630,13 @@ fn autotrainer(cx: &mut Ctx) {
             }
             // Localisation reads these signals with monitors of its own (output-no-gradient,
             // the pace of the loss), which say more than the repair engine's trigger does.
-            SymptomKind::NoGradient | SymptomKind::StillImproving => {}
+            // The static rules read linear hidden layers from the config, and the
+            // `bounded-regression-output` monitor reads a bounded output with the config's
+            // activations as fallback; `detect_named` does not look for the latter anyway.
+            SymptomKind::NoGradient
+            | SymptomKind::StillImproving
+            | SymptomKind::LinearModel
+            | SymptomKind::BoundedOutput => {}
             SymptomKind::FewUpdates => {
                 // Few updates per epoch with a batch above Keras' default 32: the batch is large
                 // for the dataset. At 32 or below the dataset is small, and only the epochs
@@ -1668,39 +1675,10 @@ fn bounded_regression_output(cx: &mut Ctx) {
     }
     let j = n - 1;
     let act = cx.act_of(j).unwrap_or_default();
-    if !crate::arch::SQUASHING.contains(&act.as_str()) {
-        return;
-    }
-    let i = cx.idx(j);
-    let sat = cx.series(j, |l| l.saturated_frac);
-    let hot = sat.iter().filter(|(_, v)| *v >= 0.5).count();
-    let outs = cx.series(j, |l| l.mean_abs_out);
-    let loss = cx.curve(|r| r.loss);
-    let why = if sat.len() >= 2 && hot * 2 >= sat.len() {
-        format!("saturated in {hot} of {} epochs", sat.len())
-    } else if let Some(&(_, o)) = outs.last()
-        && o >= 0.9
-    {
-        format!(
-            "mean |out| = {} at the last epoch, at its bound 1",
-            fmt_num(o)
-        )
-    } else if loss.len() >= 4 {
-        let h = loss.len() / 2;
-        let b1 = loss[..h].iter().copied().fold(f64::INFINITY, f64::min);
-        let b2 = loss[h..].iter().copied().fold(f64::INFINITY, f64::min);
-        if b1 > 0.0 && b2 >= 0.99 * b1 {
-            format!(
-                "the loss stops falling at {} (best of the first half {})",
-                fmt_num(b2),
-                fmt_num(b1)
-            )
-        } else {
-            return;
-        }
-    } else {
+    let Some(why) = bounded_output(&cx.records, &act) else {
         return;
     };
+    let i = cx.idx(j);
     let sugg = cx.a.suggest_str(&format!("act{i}"), &["linear"]);
     cx.push(
         Suspect::new(

@@ -25,7 +25,7 @@ use reprolab_core::{Config, FaultType, Param, ParamKind, SearchSpace, Split, Sub
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use reprolab_core::symptoms::{Symptom, SymptomKind, detect, parse_trace};
+use reprolab_core::symptoms::{Symptom, SymptomKind, Thresholds, detect_for, parse_trace};
 use reprolab_search::space::{float_value, round_sig, same_value};
 use reprolab_search::{Objective, SearchResult, SearchSettings, Stop, Study, Trial};
 
@@ -166,6 +166,10 @@ fn steps(kind: SymptomKind) -> Vec<Step> {
     match kind {
         // A constant output passes no gradient: its activation does not fit the loss.
         SymptomKind::NoGradient => vec![OutputForLoss, LrTimes(10.0)],
+        // A regression pinned at its output's bound: the output the loss expects (linear).
+        SymptomKind::BoundedOutput => vec![OutputForLoss],
+        // No nonlinearity between layers: give the hidden layers one.
+        SymptomKind::LinearModel => vec![HiddenAct("relu"), HiddenAct("tanh"), HiddenAct("selu")],
         // Training stopped too early for its pace: more epochs, a faster pace, more updates.
         SymptomKind::StillImproving => vec![
             EpochsTimes(2.0),
@@ -546,6 +550,7 @@ pub fn fixes(kind: SymptomKind, space: &SearchSpace, config: &Config) -> Vec<Res
 
 async fn trace_symptoms<O: Objective>(
     obj: &O,
+    subject: &Subject,
     config: &Config,
     seed: u64,
     notes: &mut Vec<String>,
@@ -560,7 +565,12 @@ async fn trace_symptoms<O: Objective>(
             trace.epochs.len()
         ));
     }
-    Ok(detect(&parse_trace(&trace.epochs)))
+    Ok(detect_for(
+        &parse_trace(&trace.epochs),
+        &Thresholds::default(),
+        &|_, l| l.name.clone(),
+        subject.task,
+    ))
 }
 
 /// The rules engine with the default [`RulesOptions`] (see the module documentation).
@@ -589,7 +599,7 @@ pub async fn rules_with<O: Objective>(
     let mut study = Study::start(obj, subject, s).await?;
     let t0 = study.trials()[0].clone();
     let mut notes = Vec::new();
-    let symptoms = trace_symptoms(obj, &subject.config, t0.seed, &mut notes).await?;
+    let symptoms = trace_symptoms(obj, subject, &subject.config, t0.seed, &mut notes).await?;
     study.charge(t0.duration_s);
     if symptoms.is_empty() {
         return Ok(RulesResult {
@@ -683,7 +693,7 @@ pub async fn rules_with<O: Objective>(
             stop = Some(Stop::Budget);
             break;
         }
-        current = trace_symptoms(obj, &best.config, best.seed, &mut notes).await?;
+        current = trace_symptoms(obj, subject, &best.config, best.seed, &mut notes).await?;
         study.charge(best.duration_s);
         if current.is_empty() {
             let c = confirm(obj, subject, &best.config, opt.confirm_runs).await?;

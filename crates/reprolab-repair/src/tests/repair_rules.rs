@@ -489,6 +489,20 @@ fn the_new_rules_set_the_output_for_the_loss_and_more_epochs() {
         "{s:?}"
     );
 
+    // A regression pinned at a bounded output: the output its loss expects.
+    let f = fixes(SymptomKind::BoundedOutput, &space, &regression);
+    assert_eq!(values_of(&f, "act2"), vec![json!("linear")]);
+    // A linear model: every hidden activation relu, then tanh, then selu.
+    let mut linear = faulty.clone();
+    for act in rules::hidden_acts(&space) {
+        linear.insert(&act.name, json!("linear"));
+    }
+    let f = fixes(SymptomKind::LinearModel, &space, &linear);
+    assert_eq!(
+        values_of(&f, "act0"),
+        vec![json!("relu"), json!("tanh"), json!("selu")]
+    );
+
     // Few updates: more of them per epoch first (batch 32), then epochs ×4 and ×2.
     let mut large = faulty.clone();
     large.insert("batch_size", json!(512));
