@@ -5,83 +5,9 @@
 //!   symptom, framework and root cause, with attempts, calls, tokens, cost and time per bug.
 
 use reprolab_report::{Cell, Report, Table};
-use serde::{Deserialize, Serialize};
+pub use reprolab_reproduce::bench::{Check, ReproduceRow, VerifyRow};
 
 use crate::agg::{fmt2, mean, pct, section, string_table};
-
-/// The verdict on one script.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Check {
-    pub reproduced: bool,
-    pub showing: usize,
-    pub runs: usize,
-    /// The verdict's first reason or the first run's observation.
-    pub reason: String,
-}
-
-/// One bug of a verify run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct VerifyRow {
-    pub id: String,
-    /// The annotated symptom (`bug.json`), if any.
-    pub symptom_annotated: Option<String>,
-    /// The symptom class read from the report.
-    pub symptom_extracted: String,
-    pub reference: Option<Check>,
-    pub near_miss: Option<Check>,
-    pub time_s: f64,
-}
-
-/// One bug of a reproduce run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReproduceRow {
-    pub id: String,
-    pub model: String,
-    pub framework: String,
-    pub symptom: String,
-    pub root_cause: String,
-    pub reproduced: bool,
-    /// Attempts made (the reproducing one included).
-    pub attempts: u32,
-    pub calls: u64,
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    pub cost_usd: Option<f64>,
-    pub time_s: f64,
-    /// Why it stopped: the final verdict's reason or the model error.
-    pub reason: String,
-}
-
-impl VerifyRow {
-    /// The reference (if any) reproduces the bug.
-    pub fn reference_ok(&self) -> bool {
-        self.reference.as_ref().is_none_or(|c| c.reproduced)
-    }
-
-    /// The near-miss (if any) does not.
-    pub fn near_miss_ok(&self) -> bool {
-        self.near_miss.as_ref().is_none_or(|c| !c.reproduced)
-    }
-
-    /// One progress line.
-    pub fn line(&self) -> String {
-        let no = |ok: bool| if ok { "" } else { "NOT " };
-        format!(
-            "{}: reference {}confirmed, near-miss {}rejected",
-            self.id,
-            no(self.reference_ok()),
-            no(self.near_miss_ok())
-        )
-    }
-}
-
-impl ReproduceRow {
-    /// One progress line.
-    pub fn line(&self) -> String {
-        let not = if self.reproduced { "" } else { "not " };
-        format!("{}: {not}reproduced", self.id)
-    }
-}
 
 fn mark(ok: Option<bool>) -> Cell {
     match ok {

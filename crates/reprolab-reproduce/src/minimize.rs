@@ -9,6 +9,14 @@ use std::future::Future;
 use std::path::Path;
 
 use serde::Deserialize;
+use serde_json::json;
+
+use crate::observe::Observation;
+use crate::prepare::Prepared;
+use crate::progress::Progress;
+use crate::run::ScriptRunner;
+use crate::verdict::Verdict;
+use crate::verify::verify;
 
 /// One statement of the script.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -184,7 +192,7 @@ pub async fn minimize_script(
     facts: &crate::facts::Facts,
     report_text: &str,
     script: &str,
-    runner: &crate::run::ScriptRunner<'_>,
+    runner: &ScriptRunner<'_>,
     seeds: &[u64],
     label: &str,
     budget: usize,
@@ -199,19 +207,76 @@ pub async fn minimize_script(
     let first = &seeds[..1.min(seeds.len())];
     Ok(
         minimize(script, &stmts, budget, |candidate: String| async move {
-            let quick = crate::verify::verify(facts, report_text, &candidate, runner, label, first)
+            let quick = verify(facts, report_text, &candidate, runner, label, first)
                 .await
                 .1;
             if quick.showing == 0 {
                 return false;
             }
-            crate::verify::verify(facts, report_text, &candidate, runner, label, seeds)
+            verify(facts, report_text, &candidate, runner, label, seeds)
                 .await
                 .1
                 .reproduced
         })
         .await,
     )
+}
+
+/// A reproducing script after minimisation, re-judged with every seed (from the cache) when
+/// statements were removed, with what minimisation did for the verdict's origin.
+#[derive(Debug, Clone)]
+pub struct Shortened {
+    /// The shortest version that still reproduces the bug; the given script when none is shorter.
+    pub script: String,
+    /// The runs and verdict of the shorter script; `None` when it is the given one.
+    pub judged: Option<(Vec<Observation>, Verdict)>,
+    /// Statements, removed, candidates judged, or the error that stopped minimisation.
+    pub summary: serde_json::Value,
+}
+
+/// Minimise `script` (which reproduces the bug) against `p`'s report, judging at most `budget`
+/// candidates.
+pub async fn shorten(
+    p: &Prepared,
+    runner: &ScriptRunner<'_>,
+    script: &str,
+    label: &str,
+    budget: usize,
+    progress: &dyn Progress,
+) -> Shortened {
+    let (facts, text) = (&p.facts, p.report.text.as_str());
+    let unchanged = |summary| Shortened {
+        script: script.to_string(),
+        judged: None,
+        summary,
+    };
+    progress.begin("minimising the reproduction");
+    let found = minimize_script(facts, text, script, runner, &p.seeds, label, budget).await;
+    progress.end();
+    match found {
+        Ok(m) if m.removed > 0 => {
+            let judged = verify(facts, text, &m.script, runner, label, &p.seeds).await;
+            let exhausted = if m.exhausted {
+                ", budget exhausted"
+            } else {
+                ""
+            };
+            progress.note(&format!(
+                "minimised: {} of {} statements removed ({} candidates judged{exhausted})",
+                m.removed, m.statements, m.tests
+            ));
+            Shortened {
+                summary: json!({"statements": m.statements, "removed": m.removed,
+                    "candidates_judged": m.tests, "budget_exhausted": m.exhausted}),
+                script: m.script,
+                judged: Some(judged),
+            }
+        }
+        Ok(m) => unchanged(
+            json!({"statements": m.statements, "removed": 0, "candidates_judged": m.tests}),
+        ),
+        Err(e) => unchanged(json!({"error": e})),
+    }
 }
 
 #[cfg(test)]

@@ -1,15 +1,112 @@
 //! The files a reproduction leaves for the user: `reproduce.py`, `requirements.txt` (the exact
-//! versions it ran with), `observed.txt` (what running it showed, per seed) and `verdict.json`.
+//! versions it ran with), `observed.txt` (what running it showed, per seed) and `verdict.json`;
+//! `reproduce.full.py` beside them when the script was minimised, and `attempts.json` for a
+//! model's loop.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use reprolab_exec::spec_env::Resolution;
 use serde::Serialize;
 
+use crate::agent::Reproduction;
 use crate::facts::Facts;
+use crate::minimize::Shortened;
 use crate::observe::{Observation, numeric, short_path};
+use crate::opinion::Opinion;
+use crate::prepare::Prepared;
 use crate::verdict::Verdict;
+
+/// A reproduction's files could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("writing the results into {}", dir.display())]
+pub struct OutputError {
+    pub dir: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl OutputError {
+    fn in_dir(dir: &Path) -> impl FnOnce(std::io::Error) -> OutputError + '_ {
+        |source| OutputError {
+            dir: dir.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// A script judged against a report: what the files show.
+#[derive(Debug, Clone)]
+pub struct Judged {
+    pub script: String,
+    pub runs: Vec<Observation>,
+    pub verdict: Verdict,
+    /// How the script came about (`verdict.json`'s `origin`).
+    pub origin: serde_json::Value,
+    /// A model's opinion beside the verdict (silent reports).
+    pub opinion: Option<Opinion>,
+    /// The script before minimisation, kept as `reproduce.full.py`.
+    pub full: Option<String>,
+}
+
+impl Judged {
+    pub fn new(
+        script: String,
+        runs: Vec<Observation>,
+        verdict: Verdict,
+        origin: serde_json::Value,
+    ) -> Judged {
+        Judged {
+            script,
+            runs,
+            verdict,
+            origin,
+            opinion: None,
+            full: None,
+        }
+    }
+
+    /// Takes the shorter script when minimisation found one; the script as it was is kept as the
+    /// full one either way, and the origin says what minimisation did.
+    pub fn shortened(mut self, s: Shortened) -> Judged {
+        self.origin["minimized"] = s.summary;
+        let full = match s.judged {
+            Some((runs, verdict)) => {
+                self.runs = runs;
+                self.verdict = verdict;
+                std::mem::replace(&mut self.script, s.script)
+            }
+            None => self.script.clone(),
+        };
+        self.full = Some(full);
+        self
+    }
+
+    /// `verdict.json` for this script against `p`'s report.
+    pub fn file<'a>(&'a self, p: &'a Prepared) -> VerdictFile<'a> {
+        p.verdict_file(&self.verdict, self.origin.clone(), self.opinion.clone())
+    }
+
+    /// Write the files into `dir`.
+    pub fn write(&self, p: &Prepared, dir: &Path) -> Result<(), OutputError> {
+        write(dir, &self.script, &self.runs, &self.file(p)).map_err(OutputError::in_dir(dir))?;
+        if let Some(full) = &self.full {
+            std::fs::write(dir.join("reproduce.full.py"), full)
+                .map_err(OutputError::in_dir(dir))?;
+        }
+        Ok(())
+    }
+}
+
+/// Write a model loop's `attempts.json` (every prompt's answer, pre-check and verdict) into
+/// `dir`, created if needed; returns its path.
+pub fn write_attempts(dir: &Path, result: &Reproduction) -> Result<PathBuf, OutputError> {
+    std::fs::create_dir_all(dir).map_err(OutputError::in_dir(dir))?;
+    let path = dir.join("attempts.json");
+    let json = serde_json::to_string_pretty(result).expect("serialisable");
+    std::fs::write(&path, json + "\n").map_err(OutputError::in_dir(dir))?;
+    Ok(path)
+}
 
 /// Everything `verdict.json` holds.
 #[derive(Debug, Serialize)]

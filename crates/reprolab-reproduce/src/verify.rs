@@ -2,25 +2,18 @@
 //! same path serves `reproduce verify` (any tool's script) and each attempt of the LLM loop, so
 //! every script is judged on equal terms.
 
-use reprolab_exec::spec_env::Pin;
+use std::path::Path;
+
+use serde_json::json;
 
 use crate::facts::Facts;
+use crate::minimize::shorten;
 use crate::observe::Observation;
+use crate::outputs::Judged;
+use crate::prepare::Prepared;
+use crate::progress::Progress;
 use crate::run::ScriptRunner;
 use crate::verdict::{Verdict, judge};
-
-/// The versions to run with: the user's `--package` pins, and the report's stated versions for
-/// packages the user did not pin.
-pub fn pins_for(facts: &Facts, user: &[Pin]) -> Vec<Pin> {
-    let mut pins: Vec<Pin> = user.to_vec();
-    for v in &facts.versions {
-        let stated = Pin::stated(&v.package, &v.version);
-        if !pins.iter().any(|p| p.name == stated.name) {
-            pins.push(stated);
-        }
-    }
-    pins
-}
 
 /// Run `script` with `seeds` and judge the runs against `facts`.
 pub async fn verify(
@@ -36,16 +29,32 @@ pub async fn verify(
     (runs, verdict)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::facts::extract;
-
-    #[test]
-    fn user_pins_win_over_stated_versions() {
-        let facts = extract("Environment: torch 1.9.0+cu111, keras 3.0.5");
-        let pins = pins_for(&facts, &[Pin::parse("torch==2.4.1").unwrap()]);
-        let reqs: Vec<String> = pins.iter().map(Pin::requirement).collect();
-        assert_eq!(reqs, vec!["torch==2.4.1", "keras==3.0.5"]);
+/// `reproduce verify`: judge the script at `path` (its text is `script`) against `p`'s report;
+/// with a minimisation budget, shorten it when it reproduces the bug.
+pub async fn given(
+    p: &Prepared,
+    runner: &ScriptRunner<'_>,
+    path: &Path,
+    script: String,
+    minimize: Option<usize>,
+    progress: &dyn Progress,
+) -> Judged {
+    let label = format!("verify {} {}", p.report.id, path.display());
+    progress.begin(&format!("running {} x{}", path.display(), p.seeds.len()));
+    let (runs, verdict) = verify(&p.facts, &p.report.text, &script, runner, &label, &p.seeds).await;
+    progress.end();
+    let origin = json!({"given": path.display().to_string()});
+    let judged = Judged::new(script, runs, verdict, origin);
+    match minimize {
+        Some(budget) if judged.verdict.reproduced => {
+            let s = shorten(p, runner, &judged.script, &label, budget, progress).await;
+            judged.shortened(s)
+        }
+        // Asked to minimise, the files hold reproduce.full.py whatever the verdict.
+        Some(_) => Judged {
+            full: Some(judged.script.clone()),
+            ..judged
+        },
+        None => judged,
     }
 }

@@ -471,6 +471,25 @@ pub struct ReproduceRunOptions {
     pub cold: bool,
 }
 
+impl ReproduceRunOptions {
+    /// The reproduce crate's settings (checked there).
+    pub fn options(&self) -> reprolab_reproduce::Options {
+        reprolab_reproduce::Options {
+            packages: self.packages.clone(),
+            repo: self.repo.clone(),
+            as_of: self.as_of.clone(),
+            runs: self.runs,
+            timeout_s: self.timeout,
+            memory_mb: self.memory_mb,
+        }
+    }
+
+    /// The minimisation budget, when minimising.
+    pub fn minimize(&self, wanted: bool) -> Option<usize> {
+        wanted.then_some(self.minimize_budget)
+    }
+}
+
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct ReproduceArgs {

@@ -24,6 +24,9 @@ use reprolab_paper::codefacts::CodeFactsError;
 use reprolab_paper::implement::ImplementError;
 use reprolab_paper::{DocumentError, FingerprintError, LineageError, RubricError};
 use reprolab_repair::RepairError;
+use reprolab_reproduce::PrepareError;
+use reprolab_reproduce::bench::ModelUnreachable;
+use reprolab_reproduce::outputs::OutputError;
 use reprolab_store::StoreError;
 use serde::Serialize;
 
@@ -141,16 +144,38 @@ fn codegen_kind(e: &(dyn std::error::Error + 'static)) -> Option<Kind> {
     None
 }
 
-fn typed_kind(e: &(dyn std::error::Error + 'static)) -> Option<Kind> {
-    if let Some(k) = codegen_kind(e) {
-        return Some(k);
-    }
+/// The kinds of bug reproduction's errors.
+fn reproduce_kind(e: &(dyn std::error::Error + 'static)) -> Option<Kind> {
     if let Some(e) = e.downcast_ref::<reprolab_reproduce::ReportError>() {
         return Some(if e.is_input() {
             Kind::Input
         } else {
             Kind::Infrastructure
         });
+    }
+    if let Some(e) = e.downcast_ref::<PrepareError>() {
+        return Some(match e {
+            PrepareError::Environment(_) => Kind::Infrastructure,
+            e if e.is_usage() => Kind::Usage,
+            _ => Kind::Input,
+        });
+    }
+    // The directory given for the files (`--out`) cannot take them.
+    if e.is::<OutputError>() {
+        return Some(Kind::Input);
+    }
+    if e.is::<ModelUnreachable>() {
+        return Some(Kind::Infrastructure);
+    }
+    None
+}
+
+fn typed_kind(e: &(dyn std::error::Error + 'static)) -> Option<Kind> {
+    if let Some(k) = codegen_kind(e) {
+        return Some(k);
+    }
+    if let Some(k) = reproduce_kind(e) {
+        return Some(k);
     }
     if let Some(e) = e.downcast_ref::<RepairError>() {
         return Some(match e {
@@ -385,6 +410,25 @@ mod tests {
             path: "papers".into(),
         };
         assert_eq!(classify(&anyhow!(corpus)), Kind::Input);
+    }
+
+    #[test]
+    fn reproduction_errors_split_between_flags_files_and_the_machine() {
+        assert_eq!(classify(&anyhow!(PrepareError::Runs(0))), Kind::Usage);
+        let meta = PrepareError::MetaPackages {
+            path: "bugs/x/bug.json".into(),
+            detail: "expected a list".into(),
+        };
+        assert_eq!(classify(&anyhow!(meta)), Kind::Input);
+        let env = PrepareError::Environment(EnvError::NoPython("python3".into()));
+        assert_eq!(classify(&anyhow!(env)), Kind::Infrastructure);
+        let out = OutputError {
+            dir: "out".into(),
+            source: std::io::Error::other("read-only"),
+        };
+        assert_eq!(classify(&anyhow!(out)), Kind::Input);
+        let stop = ModelUnreachable("connection refused".into());
+        assert_eq!(classify(&anyhow!(stop)), Kind::Infrastructure);
     }
 
     #[test]

@@ -111,6 +111,45 @@ pub fn line(pb: &ProgressBar, msg: &str) {
     }
 }
 
+/// The library's long steps (`reprolab_reproduce::progress::Progress`) as spinners, one at a
+/// time; its notes on stderr.
+pub struct Steps {
+    json: bool,
+    current: std::sync::Mutex<Option<ProgressBar>>,
+}
+
+impl Steps {
+    pub fn new(json: bool) -> Steps {
+        Steps {
+            json,
+            current: std::sync::Mutex::new(None),
+        }
+    }
+
+    fn current(&self) -> std::sync::MutexGuard<'_, Option<ProgressBar>> {
+        self.current.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl reprolab_reproduce::progress::Progress for Steps {
+    fn begin(&self, step: &str) {
+        let previous = self.current().replace(spinner(step, self.json));
+        if let Some(sp) = previous {
+            sp.finish_and_clear();
+        }
+    }
+
+    fn end(&self) {
+        if let Some(sp) = self.current().take() {
+            sp.finish_and_clear();
+        }
+    }
+
+    fn note(&self, line: &str) {
+        eprintln!("note: {line}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

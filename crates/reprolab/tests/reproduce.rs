@@ -134,38 +134,29 @@ fn hostile_scripts_are_outcomes_not_hangs() {
 fn bad_input_exits_2_naming_what_is_wrong() {
     let tmp = tempfile::tempdir().unwrap();
     let script = write(tmp.path(), "s.py", GOOD);
-    let out = run(cmd(tmp.path())
-        .args(["reproduce", "verify", "missing.md"])
-        .arg(&script));
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.md"));
-    let report = write(tmp.path(), "r.json", r#"{"url": "x"}"#);
-    let out = run(cmd(tmp.path())
-        .args(["reproduce", "verify"])
-        .arg(&report)
-        .arg(&script));
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("bug_report"));
+    let refused = |report: &Path, extra: &[&str], says: &str| {
+        let out = run(cmd(tmp.path())
+            .args(["reproduce", "verify"])
+            .arg(report)
+            .arg(&script)
+            .args(extra));
+        assert_eq!(out.status.code(), Some(2), "{says}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{stderr}");
+    };
+    refused(Path::new("missing.md"), &[], "missing.md");
+    let no_text = write(tmp.path(), "r.json", r#"{"url": "x"}"#);
+    refused(&no_text, &[], "bug_report");
     let report = write(tmp.path(), "r.md", REPORT);
-    let out = run(cmd(tmp.path())
-        .args(["reproduce", "verify"])
-        .arg(&report)
-        .arg(&script)
-        .args(["--package", "torch>=2"]));
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("--package `torch>=2`: expected NAME==VERSION")
+    refused(
+        &report,
+        &["--package", "torch>=2"],
+        "--package `torch>=2`: expected NAME==VERSION",
     );
-    let out = run(cmd(tmp.path())
-        .args(["reproduce", "verify"])
-        .arg(&report)
-        .arg(&script)
-        .args(["--as-of", "2023-13-01"]));
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("--as-of `2023-13-01`: expected a date as YYYY-MM-DD")
+    refused(
+        &report,
+        &["--as-of", "2023-13-01"],
+        "--as-of `2023-13-01`: expected a date as YYYY-MM-DD",
     );
 }
 

@@ -98,12 +98,7 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
     };
     let html = bench::build_report(&finished, &setup).write(&a.out)?;
     if g.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({"rows": finished.rows, "report": html})
-            )?
-        );
+        super::print_rows_and_report(&finished.rows, &html)?;
     } else {
         print!(
             "{}",

@@ -134,6 +134,13 @@ pub fn seed_range(first: u64, runs: usize) -> anyhow::Result<Vec<u64>> {
     Ok((first..=last).collect())
 }
 
+/// `--json` of a bench whose report has its own summary table: `{"rows": [...], "report": PATH}`.
+pub fn print_rows_and_report<T: Serialize>(rows: &[T], report: &std::path::Path) -> Result<()> {
+    let json = serde_json::json!({"rows": rows, "report": report});
+    println!("{}", serde_json::to_string_pretty(&json)?);
+    Ok(())
+}
+
 /// Write a bench's report (report.md, report.html) into `out` and print it (or, with --json,
 /// the rows).
 pub fn publish<T: Serialize>(
