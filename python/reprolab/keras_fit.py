@@ -8,32 +8,37 @@ it is active every `keras.Model.fit` call gets one more callback, `ReprolabCallb
   key is passed through under its own name);
 * in trace mode measures, at each epoch's start, one batch (the first `batch_size` rows of the
   `x` / `y` given to fit: a fixed batch, as Keras shuffles its own): the per-layer gradient of the
-  compiled loss (torch autograd on the backend's variables, without touching `.grad`) and the
-  activation statistics of that batch's training-mode forward pass; at the epoch's end the
+  compiled loss (by the backend's own means: reprolab.keras_torch, reprolab.keras_tensorflow;
+  without touching what the optimizer reads) and the activation statistics of that batch's training-mode forward pass; at the epoch's end the
   `layers` list of the trace record (docs/architecture.md, "Trace record") with weight norms and
   a check for non-finite weights. The first record of each fit also carries `model`: the
   architecture (layer types, units, activations, initialisers, loss, optimizer) in Keras' names.
 
 The measuring pass leaves training as it was: it restores every non-trainable variable (batch-norm
-statistics, dropout seed states), metric variable and torch's global random state (unseeded
-dropout) it may have moved, so a trace trains the
-same model as an evaluation with the same seed. With data that is not an array (a dataset, a
-generator) there is no batch to measure: gradients and activations are null, weight norms stay.
+statistics, dropout seed states), metric variable and the backend's global random state
+(torch's, used by unseeded dropout) it may have moved, so a trace trains the same model as an
+evaluation with the same seed. With data that is not an array (a dataset, a generator) there is no
+batch to measure: gradients and activations are null, weight norms stay.
 
-Only the torch backend is supported for gradients (the managed environment's backend).
+Statistics are computed in numpy from the backend's tensors, so everything but the gradient
+itself is the same code on every backend.
 """
 from __future__ import annotations
 
 import contextlib
+import importlib
 import inspect
 import math
 
 import keras
 import numpy as np
-import torch
 
 import reprolab
 from reprolab.trace import _SATURATION
+
+# What differs between backends (gradients, global random state), chosen once: Keras' backend is
+# fixed at its import. reprolab.keras_torch or reprolab.keras_tensorflow.
+_backend = importlib.import_module(f"reprolab.keras_{keras.backend.backend()}")
 
 # Keras' log names -> the names reprolab's records (and the monitors) use.
 _RENAMED = {"accuracy": "acc", "val_accuracy": "val_acc"}
@@ -80,7 +85,7 @@ def _probe_batch(arguments):
 
 
 def _is_array(a):
-    return isinstance(a, (np.ndarray, torch.Tensor)) and a.ndim >= 1
+    return (isinstance(a, np.ndarray) or keras.ops.is_tensor(a)) and a.ndim >= 1
 
 
 class ReprolabCallback(keras.callbacks.Callback):
@@ -195,6 +200,15 @@ def _variable_value(v):
     return getattr(v, "value", v)
 
 
+def _numpy(x):
+    """A backend tensor or variable as a numpy array (detached from any gradient tape)."""
+    return _backend.to_numpy(_variable_value(x))
+
+
+def _sum_squares(a):
+    return float(np.sum(np.square(a, dtype=np.float64)))
+
+
 # --- trace ---------------------------------------------------------------------------------------
 def _f(x):
     """float or None (non-finite / missing)."""
@@ -217,31 +231,32 @@ class _Probe:
 
     def observe(self, inp, out):
         """Activation statistics of one forward pass (the first call only)."""
-        if self.stats or not torch.is_tensor(out) or not out.is_floating_point() or not out.numel():
+        if self.stats or not keras.ops.is_tensor(out):
             return
-        with torch.no_grad():
-            o = out.detach()
-            self.stats["mean_abs_out"] = float(o.abs().mean())
-            if self.act_name is None:
-                return
-            units = o.reshape(-1, o.shape[-1]) if o.dim() >= 2 else o.reshape(-1, 1)
-            if getattr(self.layer, "data_format", None) == "channels_first" and o.dim() > 2:
-                units = o.movedim(1, -1).reshape(-1, o.shape[1])
-            self.stats["dead_frac"] = float((units <= 0).all(dim=0).float().mean())
-            threshold = _SATURATION.get(self.act_name)
-            if threshold is None or not torch.is_tensor(inp):
-                self.stats["saturated_frac"] = 0.0
-            else:
-                x = inp.detach().abs()
-                sat = (x >= threshold) if self.act_name == "hard_sigmoid" else (x > threshold)
-                self.stats["saturated_frac"] = float(sat.float().mean())
+        o = _numpy(out)
+        if not np.issubdtype(o.dtype, np.floating) or not o.size:
+            return
+        self.stats["mean_abs_out"] = float(np.abs(o).mean())
+        if self.act_name is None:
+            return
+        units = o.reshape(-1, o.shape[-1]) if o.ndim >= 2 else o.reshape(-1, 1)
+        if getattr(self.layer, "data_format", None) == "channels_first" and o.ndim > 2:
+            units = np.moveaxis(o, 1, -1).reshape(-1, o.shape[1])
+        self.stats["dead_frac"] = float((units <= 0).all(axis=0).mean())
+        threshold = _SATURATION.get(self.act_name)
+        if threshold is None or not keras.ops.is_tensor(inp):
+            self.stats["saturated_frac"] = 0.0
+        else:
+            x = np.abs(_numpy(inp))
+            sat = (x >= threshold) if self.act_name == "hard_sigmoid" else (x > threshold)
+            self.stats["saturated_frac"] = float(sat.mean())
 
     def record(self):
         layer = self.layer
         # the weight a torch layer calls `weight`, as the PyTorch tracer measures it
         main = [w for w in (getattr(layer, a, None) for a in ("kernel", "gamma")) if w is not None]
         tensors = main[:1] or layer.weights
-        sumsq = sum(float(torch.sum(_variable_value(v).detach().float() ** 2)) for v in tensors)
+        sumsq = sum(_sum_squares(_numpy(v)) for v in tensors)
         grad_norm = grad_zero_frac = None
         if self.grad is not None and self.grad[2]:
             grad_norm = math.sqrt(self.grad[0]) if math.isfinite(self.grad[0]) else None
@@ -339,42 +354,41 @@ class KerasTracer:
         """Gradients and activations of one training-mode pass over (x, y), state restored."""
         model = self.model
         state = _stateful_variables(model)
-        saved = [_variable_value(v).detach().clone() for v in state]
-        # Unseeded dropout draws from torch's global generator (Keras' fast path).
-        rng = torch.get_rng_state()
+        saved = [_numpy(v) for v in state]
+        per_probe = [[_variable_value(v) for v in p.layer.trainable_weights] for p in self.probes]
+        flat = [t for ts in per_probe for t in ts]
+
+        def loss():
+            xb = keras.ops.convert_to_tensor(x)
+            yb = None if y is None else keras.ops.convert_to_tensor(y)
+            y_pred = model(xb, training=True)
+            return model.compute_loss(x=xb, y=yb, y_pred=y_pred)
+
         try:
-            with torch.enable_grad(), _observing(self.probes):
-                xb = keras.ops.convert_to_tensor(x)
-                yb = None if y is None else keras.ops.convert_to_tensor(y)
-                y_pred = model(xb, training=True)
-                loss = model.compute_loss(x=xb, y=yb, y_pred=y_pred)
-                self._gradients(loss)
+            with _backend.random_state_kept(), _observing(self.probes):
+                grads = _backend.gradients(loss, flat)
         finally:
             for v, value in zip(state, saved):
                 v.assign(value)
-            torch.set_rng_state(rng)
-
-    def _gradients(self, loss):
-        per_probe = [[_variable_value(v) for v in p.layer.trainable_weights] for p in self.probes]
-        flat = [t for ts in per_probe for t in ts]
-        if not flat or not torch.is_tensor(loss) or not loss.requires_grad:
+        if grads is None:
             return
-        grads = iter(torch.autograd.grad(loss, flat, allow_unused=True))
+        grads = iter(grads)
         for probe, tensors in zip(self.probes, per_probe):
             sumsq, zeros, numel = 0.0, 0, 0
             for g in (next(grads) for _ in tensors):
                 if g is None:
                     continue
-                sumsq += float(g.detach().float().pow(2).sum())
-                zeros += int((g == 0).sum())
-                numel += g.numel()
+                g = _numpy(g)
+                sumsq += _sum_squares(g)
+                zeros += int(np.count_nonzero(g == 0))
+                numel += g.size
             probe.grad = (sumsq, zeros, numel)
 
     def epoch_layers(self):
         """(layers records, any weight non-finite) for the epoch that just ended."""
-        nonfinite = any(
-            not bool(torch.isfinite(_variable_value(v)).all())
-            for v in self.model.weights if _variable_value(v).is_floating_point())
+        values = (_numpy(v) for v in self.model.weights)
+        nonfinite = any(not np.isfinite(a).all() for a in values
+                        if np.issubdtype(a.dtype, np.floating))
         return [p.record() for p in self.probes], nonfinite
 
     def arm(self):

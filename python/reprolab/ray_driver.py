@@ -10,7 +10,7 @@ evaluations are answered out of order, as Ray finishes them:
   {"ev": "ready", "address", "slots", "nodes", "slot_nodes": {node id: n}, "torch", "python", "start_s"}
   or {"ev": "error", "fatal": true, "message"} and exits 1.
 * Requests: {"op": "eval", "id", "subject_dir", "entry", "config", "seed", "mode", "framework",
-  "limits": {"timeout_s", "memory_mb", "output_mb"}} (or, for a command-template subject,
+  "backend", "limits": {"timeout_s", "memory_mb", "output_mb"}} (or, for a command-template subject,
   "command": the line Rust rendered, with markers for the node's paths, instead of "entry")
   -> eventually
   {"ev": "done", "id", ...what Slot.run returned: "exit_code", "signal", "violation", "peak_mb",

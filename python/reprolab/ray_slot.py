@@ -371,7 +371,8 @@ class Slot:
         try:
             msg = {"op": "eval", "id": req["id"], "subject_dir": subject_dir,
                    "entry": req["entry"], "config": req["config"], "seed": req["seed"],
-                   "mode": req["mode"], "framework": req["framework"], "workdir": workdir,
+                   "mode": req["mode"], "framework": req["framework"],
+                   "backend": req.get("backend"), "workdir": workdir,
                    "prune": req.get("prune"),
                    "memory_mb": limits["memory_mb"], "timeout_s": limits["timeout_s"]}
             return {**self._forked(w, msg, limits, workdir), **_outputs(workdir)}

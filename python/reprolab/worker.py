@@ -9,11 +9,15 @@ Protocol (docs/architecture.md, "Worker protocol"):
   {"ev": "ready", "pid", "python", "torch", "import_s"}.
 * Requests on stdin, one JSON object per line:
   {"op": "eval", "id", "subject_dir", "entry", "config", "seed", "mode", "workdir", "memory_mb",
-   "framework", "prune"}  ("prune": null or {"key", "goal", "thresholds"}: in eval mode,
-  reprolab.log_epoch stops the training once the key's best value so far falls behind the
+   "framework", "backend", "prune"}  ("prune": null or {"key", "goal", "thresholds"}: in eval
+  mode, reprolab.log_epoch stops the training once the key's best value so far falls behind the
   epoch's threshold)
-  -> fork a child ("framework": "keras" imports Keras on the torch backend in the worker once and
-  attaches reprolab's callback to model.fit in the child; see reprolab.keras_fit); {"ev": "started", "id", "pid"}; wait; {"ev": "done", "id", "exit_code", "signal"}.
+  -> fork a child ("framework": "keras" imports Keras on "backend" — "torch", the default, or
+  "tensorflow" — in the worker once and attaches reprolab's callback to model.fit in the child;
+  see reprolab.keras_fit); {"ev": "started", "id", "pid"}; wait; {"ev": "done", "id",
+  "exit_code", "signal"}. A Keras request for another backend than the one this worker
+  imported: {"ev": "error", "fatal": true, "id", "message"} and the worker exits, so that its
+  driver starts a fresh one and retries the request there (Keras' backend is fixed at import).
   {"op": "script", "id", "script", "seed", "out", "paths", "workdir"} -> the same, the child
   running a bug-reproduction script through `reprolab.repro.run` (observed.json and
   reported.jsonl in "out", which must lie inside "workdir") as a fresh `python -m reprolab.repro`
@@ -212,7 +216,7 @@ def _child_eval(req, workdir):
         if not os.path.isfile(path):
             raise reprolab.ReprolabContractError(
                 f"entry {entry!r}: no file {path} in the subject directory")
-        with _framework(req.get("framework"), req.get("seed", 0), mode):
+        with _framework(req.get("framework"), _keras_backend(req), req.get("seed", 0), mode):
             spec = importlib.util.spec_from_file_location(module_name, path)
             module = importlib.util.module_from_spec(spec)
             sys.modules[module_name] = module
@@ -264,33 +268,59 @@ def _child_eval(req, workdir):
         reprolab._write_json_atomic(result_path, fallback)
 
 
-def _framework(framework, seed, mode):
-    """What the subject's framework needs around its training: for Keras, Keras' own seeding (its
-    global seed generator besides Python's, numpy's and torch's) and reprolab's callback attached
-    to every `model.fit` (reprolab.keras_fit); nothing for PyTorch."""
+def _framework(framework, backend, seed, mode):
+    """What the subject's framework needs around its training: for Keras, one thread on the
+    TensorFlow backend, Keras' own seeding (its global seed generator besides Python's, numpy's,
+    torch's and on that backend TensorFlow's) and reprolab's callback attached to every
+    `model.fit` (reprolab.keras_fit); nothing for PyTorch."""
     import contextlib
 
     if framework != "keras":
         return contextlib.nullcontext()
-    _import_keras()
-    import keras
-
+    keras = _import_keras(backend)
+    if backend == "tensorflow":
+        _tensorflow_one_thread()
     from reprolab import keras_fit
 
     keras.utils.set_random_seed(int(seed) % 2**32)
     return keras_fit.patched_fit(mode)
 
 
-def _import_keras():
-    """Import Keras on the torch backend (the one framework the worker holds); the backend is
-    read once, at Keras' first import, so the variable must be set before it."""
-    os.environ.setdefault("KERAS_BACKEND", "torch")
+def _tensorflow_one_thread():
+    """One intra-op and one inter-op thread, as for torch. In the child, before its first
+    TensorFlow op: the runtime (and its thread pools) starts there, never in the worker, whose
+    pools would not survive fork."""
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+
+
+def _import_keras(backend):
+    """Import Keras on `backend` ("torch" or "tensorflow"); the backend is read once, at Keras'
+    first import, so the variable is set before it (over the sandbox's default, torch)."""
+    os.environ["KERAS_BACKEND"] = backend
+    # TensorFlow's C++ INFO lines (CPU features, oneDNN) would open every training's output.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     try:
         import keras
     except ImportError as e:
-        raise ImportError(f"the subject's reprolab.toml says framework = \"keras\", but Keras "
-                          f"cannot be imported in the managed environment: {e}") from e
+        extra = (" (tensorflow-cpu is installed into it at the first training that needs it)"
+                 if backend == "tensorflow" else "")
+        raise ImportError(f"the subject's reprolab.toml says framework = \"keras\" on backend "
+                          f"{backend!r}, but Keras cannot be imported on it in the managed "
+                          f"environment{extra}: {e}") from e
     return keras
+
+
+def _keras_backend(req):
+    return req.get("backend") or "torch"
+
+
+def _keras_held():
+    """The backend of the Keras this worker imported, or None."""
+    keras = sys.modules.get("keras")
+    return None if keras is None else keras.backend.backend()
 
 
 def _child_script(req, workdir):
@@ -408,6 +438,8 @@ def _check_request(req):
     if req.get("framework", "pytorch") not in ("pytorch", "keras"):
         return ("eval request: framework must be 'pytorch' or 'keras', "
                 f"got {req.get('framework')!r}")
+    if _keras_backend(req) not in ("torch", "tensorflow"):
+        return f"eval request: backend must be 'torch' or 'tensorflow', got {req['backend']!r}"
     config = req.get("config", {})
     if config is not None and not isinstance(config, dict):
         return "eval request: config must be an object"
@@ -460,19 +492,28 @@ def _handle_script(req):
 
 
 def _handle_eval(req):
-    if req.get("framework") == "keras":
-        _preimport_keras()
+    """Run an eval request; False when this worker must exit instead (its Keras runs on
+    another backend than the request's)."""
+    if req.get("framework") == "keras" and _check_request(req) is None:
+        backend, held = _keras_backend(req), _keras_held()
+        if held is None:
+            _preimport_keras(backend)
+        elif held != backend:
+            _emit({"ev": "error", "fatal": True, "id": req["id"],
+                   "message": f"this worker's Keras runs on {held!r}, the request needs "
+                              f"{backend!r}: exiting so that a fresh worker takes it"})
+            return False
     _handle(req, _check_request, _child_eval)
+    return True
 
 
-def _preimport_keras():
+def _preimport_keras(backend):
     """Import Keras in the worker itself at its first Keras evaluation, so that this and every
     later child forks with it loaded (seconds per child otherwise); PyTorch-only workers never
-    pay for it. A failure is left to the child, whose result then carries the traceback."""
-    if "keras" in sys.modules:
-        return
+    pay for it. Only the import: TensorFlow's runtime starts at its first op, in a child. A
+    failure is left to the child, whose result then carries the traceback."""
     try:
-        _import_keras()
+        _import_keras(backend)
     except Exception as e:  # noqa: BLE001
         print(f"reprolab worker: could not import keras: {e}", file=sys.stderr)
 
@@ -649,7 +690,8 @@ def main():
         if op == "shutdown":
             return 0
         if op == "eval":
-            _handle_eval(req)
+            if not _handle_eval(req):
+                return 3
             continue
         if op == "script":
             _handle_script(req)

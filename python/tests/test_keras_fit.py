@@ -1,4 +1,6 @@
-"""reprolab.keras_fit in process: the callback reprolab attaches to a Keras 3 model.fit."""
+"""reprolab.keras_fit in process: the callback reprolab attaches to a Keras 3 model.fit. On the
+backend KERAS_BACKEND names (torch by default; test_keras_fit_tensorflow.py runs this file again
+on TensorFlow)."""
 import json
 import os
 
@@ -6,9 +8,9 @@ import pytest
 
 os.environ.setdefault("KERAS_BACKEND", "torch")  # read once, at Keras' first import
 keras = pytest.importorskip("keras", reason="Keras 3 is not installed in this environment")
-if keras.backend.backend() != "torch":
-    pytest.skip(f"Keras runs on {keras.backend.backend()!r}; reprolab's Keras tracing needs torch",
-                allow_module_level=True)
+if keras.backend.backend() not in ("torch", "tensorflow"):
+    pytest.skip(f"Keras runs on {keras.backend.backend()!r}; reprolab traces Keras on torch and "
+                "tensorflow", allow_module_level=True)
 
 import numpy as np  # noqa: E402
 

@@ -6,6 +6,8 @@ import textwrap
 
 import pytest
 
+from conftest import Worker
+
 SUBJECT = textwrap.dedent('''
     import os
     import resource
@@ -384,6 +386,41 @@ def test_keras_subject_is_seeded_and_traced_without_its_help(ready, keras_subjec
     assert [(l["kind"], l["act"]) for l in traced[1]["layers"]] == [("Dense", "relu"),
                                                                     ("Dense", "sigmoid")]
     assert all(l["grad_norm"] > 0 and l["weight_norm"] > 0 for l in traced[1]["layers"])
+
+
+def test_unknown_backend_is_refused(ready, tmp_path):
+    ready.send({"op": "eval", "id": "be", "subject_dir": str(tmp_path), "entry": "train.py:train",
+                "workdir": str(tmp_path / "be"), "framework": "keras", "backend": "jax"})
+    ev = ready.event()
+    assert ev["ev"] == "error" and ev["id"] == "be" and "backend" in ev["message"]
+
+
+def test_keras_on_tensorflow_in_a_worker_of_its_own(keras_subject, tmp_path):
+    """A worker imports Keras on the first Keras request's backend; its children run TensorFlow
+    on one thread, seeded; a request for the other backend makes it exit (its driver starts a
+    fresh worker for it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("tensorflow is not installed in this environment (`reprolab env --tensorflow`)")
+    w = Worker(tmp_path)
+    try:
+        assert w.wait_ready()["ev"] == "ready"
+        runs = [run_eval(w, keras_subject, tmp_path, mode=mode, framework="keras",
+                         backend="tensorflow") for mode in ("eval", "trace", "eval")]
+        results = [r.result for r in runs]
+        assert all(r["status"] == "ok" for r in results), [r.output for r in runs]
+        kernels = [r["extra"]["kernel"] for r in results]
+        assert kernels[0] == kernels[1] == kernels[2]
+        assert all(l["grad_norm"] > 0 for l in runs[1].epochs[1]["layers"])
+        w.send({"op": "eval", "id": "other", "subject_dir": str(keras_subject),
+                "entry": "train.py:train", "workdir": str(tmp_path / "other"),
+                "framework": "keras", "backend": "torch"})
+        ev = w.event()
+        assert ev["ev"] == "error" and ev["fatal"] and ev["id"] == "other", ev
+        assert w.proc.wait(timeout=30) == 3
+    finally:
+        w.close()
 
 
 def test_unknown_framework_is_refused(ready, tmp_path):

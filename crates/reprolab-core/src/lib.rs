@@ -35,8 +35,8 @@ pub use config::Config;
 pub use error::{Issue, IssueKind, ManifestError, Position, chain};
 pub use fault::{FaultLabel, FaultType, ParseFaultError, normalize_type};
 pub use manifest::{
-    Dataset, Entry, Fix, Framework, Goal, Limits, MANIFEST_FILE, Metric, PLACEHOLDERS, Subject,
-    Task, TemplateError, expand_command,
+    Dataset, Entry, Fix, Framework, Goal, KerasBackend, Limits, MANIFEST_FILE, Metric,
+    PLACEHOLDERS, Subject, Task, TemplateError, expand_command,
 };
 pub use outcome::{Outcome, PruneSpec, Split};
 pub use program::{ProgramError, ProgramView};

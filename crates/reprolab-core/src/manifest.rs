@@ -43,6 +43,8 @@ pub struct Subject {
     pub description: String,
     pub task: Task,
     pub framework: Framework,
+    /// The tensor library Keras runs on (`backend`; always torch for a PyTorch subject).
+    pub backend: KerasBackend,
     pub dataset: Dataset,
     pub entry: Entry,
     pub metric: Metric,
@@ -67,7 +69,7 @@ macro_rules! display_as_str {
     )*};
 }
 
-display_as_str!(Task, Framework, Goal);
+display_as_str!(Task, Framework, KerasBackend, Goal);
 
 /// What the subject learns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -99,6 +101,26 @@ impl Framework {
         match self {
             Framework::Pytorch => "pytorch",
             Framework::Keras => "keras",
+        }
+    }
+}
+
+/// Keras 3's backend: fixed when Keras is first imported, so a warm worker holds one of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KerasBackend {
+    /// The default: the managed environment's own torch.
+    #[default]
+    Torch,
+    /// tensorflow-cpu, an optional extra of the managed environment installed on first use.
+    Tensorflow,
+}
+
+impl KerasBackend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KerasBackend::Torch => "torch",
+            KerasBackend::Tensorflow => "tensorflow",
         }
     }
 }
@@ -321,6 +343,7 @@ impl Subject {
                 description: p.description,
                 task: p.task,
                 framework: p.framework,
+                backend: p.backend,
                 dataset: p.dataset,
                 entry: p.entry,
                 metric: p.metric,
@@ -402,10 +425,15 @@ impl Subject {
         skip.extend(self.fix.as_ref().and_then(|f| inside(&f.config_path)));
         let skip: Vec<&str> = skip.iter().map(String::as_str).collect();
         let tree = hash_tree_skipping(&self.dir, &skip)?;
-        let run = serde_json::json!({
+        let mut run = serde_json::json!({
             "task": self.task, "framework": self.framework, "dataset": self.dataset.name,
             "entry": self.entry, "metric": self.metric, "limits": self.limits,
         });
+        // Only a backend other than the default enters the hash: the cache keys of subjects
+        // written before `backend` existed (or that name torch) stay what they were.
+        if self.backend != KerasBackend::default() {
+            run["backend"] = serde_json::json!(self.backend);
+        }
         Ok(crate::hash::sha256_hex(format!("{tree}\n{run}").as_bytes()))
     }
 }
@@ -636,6 +664,7 @@ struct Parsed {
     description: String,
     task: Task,
     framework: Framework,
+    backend: KerasBackend,
     dataset: Dataset,
     entry: Entry,
     metric: Metric,
@@ -651,6 +680,7 @@ const ROOT_KEYS: &[&str] = &[
     "description",
     "task",
     "framework",
+    "backend",
     "config",
     "dataset",
     "entry",
@@ -1042,6 +1072,7 @@ impl Walker<'_> {
         let framework = self
             .get_enum(root, &[], "framework", &["pytorch", "keras"])
             .map(|i| [Framework::Pytorch, Framework::Keras][i]);
+        let backend = self.backend(root, framework);
         let dataset = self.dataset(root);
         let entry = self.entry(root, dir);
         let metric = self.metric(root);
@@ -1068,6 +1099,7 @@ impl Walker<'_> {
             description,
             task: task?,
             framework: framework?,
+            backend: backend?,
             dataset: dataset?,
             entry: entry?,
             metric: metric?,
@@ -1077,6 +1109,32 @@ impl Walker<'_> {
             limits: limits?,
             fix: fix?,
         })
+    }
+
+    /// `backend`: optional, torch by default, and only for a Keras subject (a PyTorch program
+    /// has no backend to choose). `None` when it is wrong (an issue is recorded).
+    fn backend(
+        &mut self,
+        root: &toml::Table,
+        framework: Option<Framework>,
+    ) -> Option<KerasBackend> {
+        if !root.contains_key("backend") {
+            return Some(KerasBackend::default());
+        }
+        let backend = self
+            .get_enum(root, &[], "backend", &["torch", "tensorflow"])
+            .map(|i| [KerasBackend::Torch, KerasBackend::Tensorflow][i])?;
+        if framework == Some(Framework::Pytorch) {
+            self.push(
+                vec!["backend".into()],
+                IssueKind::Conflict,
+                Some(format!("backend = {} with framework = \"pytorch\"", quote(backend.as_str()))),
+                "no 'backend' for a PyTorch subject: it selects the backend Keras runs on (framework = \"keras\")",
+                Some("remove the 'backend' line".into()),
+            );
+            return None;
+        }
+        Some(backend)
     }
 
     fn dataset(&mut self, root: &toml::Table) -> Option<Dataset> {

@@ -1151,3 +1151,60 @@ fn a_metric_s_range_comes_from_its_name_when_the_runs_agree() {
     assert_eq!(m("r2").range(&[0.5]), None);
     assert_eq!(m("reward").range(&[0.5]), None);
 }
+
+/// `backend` selects Keras' backend: torch by default, only for Keras subjects, and part of the
+/// source hash only when it is not the default (so older cache keys stay valid).
+#[test]
+fn keras_backend_is_optional_checked_and_hashed_only_when_not_torch() {
+    let manifest = |framework: &str, backend: &str| {
+        format!(
+            r#"
+name = "tiny"
+task = "regression"
+framework = "{framework}"
+{backend}
+config = "c.json"
+dataset = {{ name = "line" }}
+entry = {{ callable = "train.py:train" }}
+metric = {{ name = "mae", goal = "min" }}
+[space]
+"#
+        )
+    };
+    let d = tempfile::tempdir().unwrap();
+    fs::write(d.path().join("c.json"), "{}").unwrap();
+    fs::write(d.path().join("train.py"), "def train(c, s): pass\n").unwrap();
+    let load = |text: String| {
+        fs::write(d.path().join(MANIFEST_FILE), text).unwrap();
+        Subject::load(d.path())
+    };
+
+    let default = load(manifest("keras", "")).unwrap();
+    assert_eq!(default.backend, KerasBackend::Torch);
+    let torch = load(manifest("keras", "backend = \"torch\"")).unwrap();
+    assert_eq!(torch.backend, KerasBackend::Torch);
+    assert_eq!(torch.source_hash().unwrap(), default.source_hash().unwrap());
+    let tf = load(manifest("keras", "backend = \"tensorflow\"")).unwrap();
+    assert_eq!(tf.backend, KerasBackend::Tensorflow);
+    assert_ne!(tf.source_hash().unwrap(), default.source_hash().unwrap());
+
+    let e = load(manifest("keras", "backend = \"tf\"")).unwrap_err();
+    let i = single(&e);
+    assert_eq!(
+        (i.key.as_str(), i.kind),
+        ("backend", IssueKind::InvalidValue)
+    );
+    assert!(
+        e.to_string()
+            .ends_with("key 'backend': found \"tf\", expected one of \"torch\", \"tensorflow\""),
+        "{e}"
+    );
+    let e = load(manifest("pytorch", "backend = \"tensorflow\"")).unwrap_err();
+    let i = single(&e);
+    assert_eq!((i.key.as_str(), i.kind), ("backend", IssueKind::Conflict));
+    assert!(
+        e.to_string()
+            .contains(":5:1: key 'backend': found backend = \"tensorflow\" with framework"),
+        "{e}"
+    );
+}

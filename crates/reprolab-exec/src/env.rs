@@ -286,20 +286,65 @@ fn create_env(cache: &Path, base: &Path, dir: &Path, progress: Progress) -> Resu
     Ok(())
 }
 
+/// An optional package of the managed environment: installed on first use, never for users who
+/// do not ask for it.
+#[derive(Debug, Clone, Copy)]
+pub struct Extra {
+    /// The distribution's name on PyPI.
+    pub dist: &'static str,
+    pub version: &'static str,
+    /// What asks for it, for messages (`--backend ray`).
+    pub needed_by: &'static str,
+}
+
+impl Extra {
+    /// `dist==version`.
+    pub fn spec(&self) -> String {
+        format!("{}=={}", self.dist, self.version)
+    }
+}
+
 /// The Ray release `--backend ray` uses (the driver, the cluster's workers and this must agree).
 pub const RAY_VERSION: &str = "2.60.0";
 
-/// Make Ray importable by `env`: an optional extra of the managed environment, installed on
-/// first use (from PyPI, with the lock as constraints so that nothing pinned moves; the
-/// environment's id, and so every cache key, stays the same) and never for users who do not ask
-/// for it. An interpreter given with `--python` is only checked.
+/// Ray, for `--backend ray`.
+pub const RAY: Extra = Extra {
+    dist: "ray",
+    version: RAY_VERSION,
+    needed_by: "--backend ray",
+};
+
+/// TensorFlow (CPU build), for Keras subjects with `backend = "tensorflow"`. 2.20.0 is the newest
+/// release that resolves against the lock: 2.21.0 requires h5py<3.15 (the lock has 3.16.0, which
+/// Keras brings) and 2.19.x and older require numpy<2.2 (the lock has 2.4.6). It needs
+/// protobuf>=5.28, which the lock does not pin (resolved to 7.x; TensorFlow imports with it).
+pub const TENSORFLOW: Extra = Extra {
+    dist: "tensorflow-cpu",
+    version: "2.20.0",
+    needed_by: "backend = \"tensorflow\"",
+};
+
+/// Make Ray importable by `env` (see [`ensure_extra`]).
 pub fn ensure_ray(env: &PythonEnv, progress: Progress) -> Result<(), EnvError> {
+    ensure_extra(env, &RAY, progress)
+}
+
+/// Make TensorFlow importable by `env` (see [`ensure_extra`]).
+pub fn ensure_tensorflow(env: &PythonEnv, progress: Progress) -> Result<(), EnvError> {
+    ensure_extra(env, &TENSORFLOW, progress)
+}
+
+/// Install `extra` into `env` unless it has that version already: from PyPI, with the lock as
+/// constraints so that nothing pinned moves (the environment's id, and so every cache key, stays
+/// the same). An interpreter given with `--python` is only checked.
+pub fn ensure_extra(env: &PythonEnv, extra: &Extra, progress: Progress) -> Result<(), EnvError> {
     let installed = || {
         Command::new(&env.python)
-            // The installed version from its metadata: importing Ray takes most of a second.
+            // The installed version from its metadata: importing the package can take seconds.
             .args([
                 "-c",
-                "from importlib.metadata import version; print(version('ray'))",
+                "import sys; from importlib.metadata import version; print(version(sys.argv[1]))",
+                extra.dist,
             ])
             .stdin(Stdio::null())
             .stderr(Stdio::null())
@@ -309,17 +354,18 @@ pub fn ensure_ray(env: &PythonEnv, progress: Progress) -> Result<(), EnvError> {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
     let found = installed();
-    if found.as_deref() == Some(RAY_VERSION) {
+    if found.as_deref() == Some(extra.version) {
         return Ok(());
     }
+    let spec = extra.spec();
     let Some(root) = &env.root else {
         let found = found.map_or("it is not installed".to_string(), |v| format!("it has {v}"));
         return Err(EnvError::BadPython {
             python: env.python.display().to_string(),
             message: format!(
-                "--backend ray needs ray=={RAY_VERSION} in this interpreter ({found}): \
-                 install it with `{} -m pip install ray=={RAY_VERSION}`, or drop --python to \
-                 let reprolab manage the environment",
+                "{} needs {spec} in this interpreter ({found}): install it with `{} -m pip \
+                 install {spec}`, or drop --python to let reprolab manage the environment",
+                extra.needed_by,
                 env.python.display()
             ),
         });
@@ -330,13 +376,16 @@ pub fn ensure_ray(env: &PythonEnv, progress: Progress) -> Result<(), EnvError> {
         .map(Path::to_path_buf)
         .unwrap_or_else(cache_dir);
     let _lock = lock_file(&root.with_extension("lock"))?;
-    if installed().as_deref() == Some(RAY_VERSION) {
+    if installed().as_deref() == Some(extra.version) {
         return Ok(()); // another reprolab installed it while we waited
     }
     let constraints = cache.join(format!("requirements-{}.lock", lock_hash()));
     std::fs::write(&constraints, LOCK).map_err(io_err(&constraints))?;
-    let spec = format!("ray=={RAY_VERSION}");
-    progress(&format!("installing {spec} (first use of --backend ray)"));
+    progress(&format!(
+        "installing {spec} into {} (first use of {})",
+        root.display(),
+        extra.needed_by
+    ));
     let mut install = match find_uv(&cache) {
         Some(uv) => {
             let mut c = Command::new(uv);

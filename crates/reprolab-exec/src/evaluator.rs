@@ -5,14 +5,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use reprolab_core::manifest::{Config, Subject};
+use reprolab_core::manifest::{Config, KerasBackend, Subject};
 use reprolab_core::{Outcome, PruneSpec};
 use reprolab_store::{EvaluationRecord, Store, StoreError};
 use sha2::{Digest, Sha256};
 use tokio::task::JoinSet;
 
 use crate::Mode;
-use crate::env::PythonEnv;
+use crate::env::{EnvError, PythonEnv, TENSORFLOW};
 use crate::executor::{EvalRequest, Executor, LocalExecutor};
 
 /// One evaluation as the caller sees it.
@@ -28,6 +28,8 @@ pub struct Evaluator {
     env: PythonEnv,
     store: Arc<Mutex<Store>>,
     read_cache: bool,
+    /// Set once TensorFlow is importable (installed at the first evaluation that needs it).
+    tensorflow: tokio::sync::OnceCell<()>,
 }
 
 impl Evaluator {
@@ -61,6 +63,7 @@ impl Evaluator {
             env,
             store: Arc::new(Mutex::new(store)),
             read_cache,
+            tensorflow: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -175,11 +178,13 @@ impl Evaluator {
                     continue;
                 }
             }
+            self.ensure_backend(subject.backend).await?;
             let executor = self.executor.clone();
             let request = EvalRequest {
                 subject_dir: subject.dir.clone(),
                 entry: subject.entry.clone(),
                 framework: subject.framework,
+                backend: subject.backend,
                 config: serde_json::Value::Object(config.0.clone()),
                 seed,
                 mode,
@@ -224,6 +229,37 @@ impl Evaluator {
             .collect())
     }
 
+    /// Install what `backend` needs into the environment before its first training (never for
+    /// answers the cache has): TensorFlow for `backend = "tensorflow"`, once per evaluator.
+    async fn ensure_backend(&self, backend: KerasBackend) -> Result<(), EvalError> {
+        if backend != KerasBackend::Tensorflow {
+            return Ok(());
+        }
+        self.tensorflow
+            .get_or_try_init(|| async {
+                let env = self.env.clone();
+                // Minutes on first use (a few hundred MB from PyPI), so said where it shows.
+                tokio::task::spawn_blocking(move || {
+                    let first = std::cell::Cell::new(true);
+                    crate::env::ensure_tensorflow(&env, &|line| {
+                        if first.replace(false) {
+                            tracing::warn!("{line}");
+                        } else {
+                            tracing::info!("{line}");
+                        }
+                    })
+                })
+                .await
+                .map_err(|e| EvalError::Task(e.to_string()))?
+                .map_err(|source| EvalError::Extra {
+                    spec: TENSORFLOW.spec(),
+                    source,
+                })
+            })
+            .await
+            .map(|_| ())
+    }
+
     /// Stop the workers.
     pub async fn shutdown(self) {
         self.executor.shutdown().await;
@@ -246,6 +282,13 @@ pub enum EvalError {
     },
     #[error("an evaluation task failed: {0}")]
     Task(String),
+    /// An optional package the subject needs could not be installed.
+    #[error("the subject needs {spec}, which could not be made importable")]
+    Extra {
+        spec: String,
+        #[source]
+        source: EnvError,
+    },
 }
 
 #[cfg(test)]

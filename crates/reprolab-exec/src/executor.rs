@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use async_trait::async_trait;
-use reprolab_core::manifest::{Entry, Framework, Limits};
+use reprolab_core::manifest::{Entry, Framework, KerasBackend, Limits};
 use tokio::sync::{OnceCell, Semaphore};
 
 use crate::Mode;
@@ -28,6 +28,8 @@ pub struct EvalRequest {
     /// What the worker prepares around the entry (Keras: its import, seeding and reprolab's
     /// callback on `model.fit`).
     pub framework: Framework,
+    /// The backend a Keras subject's worker imports Keras on.
+    pub backend: KerasBackend,
     pub config: serde_json::Value,
     pub seed: u64,
     pub mode: Mode,
@@ -130,6 +132,7 @@ impl Executor for LocalExecutor {
                     subject_dir: request.subject_dir.clone(),
                     entry: format!("{file}:{function}"),
                     framework: request.framework,
+                    backend: request.backend,
                     config: request.config.clone(),
                     seed: request.seed,
                     mode: request.mode,

@@ -13,7 +13,7 @@ use crate::env::PythonEnv;
 use crate::result::{Exit, Finished, OUTPUT_TAIL_BYTES, read_tail};
 use crate::supervise::Violation;
 use crate::worker::{ForkError, Forked, Request, Worker, infra, killed_its_worker};
-use reprolab_core::manifest::{Framework, Limits};
+use reprolab_core::manifest::{Framework, KerasBackend, Limits};
 
 /// One evaluation for the pool.
 #[derive(Debug, Clone)]
@@ -22,6 +22,7 @@ pub struct Job {
     /// `file.py:function`.
     pub entry: String,
     pub framework: Framework,
+    pub backend: KerasBackend,
     pub config: Value,
     pub seed: u64,
     pub mode: Mode,
@@ -285,6 +286,13 @@ async fn run_with_retry(
                 workdir.display()
             )));
         }
+        if let (Task::Eval(job), Some(w)) = (task, worker.as_ref())
+            && !w.can_run(job.framework, job.backend)
+        {
+            // Keras' backend is fixed at its import: a worker that holds the other one makes
+            // way for a fresh one (a rare switch: one command rarely mixes backends).
+            worker.take().unwrap().shutdown().await;
+        }
         if !worker.as_mut().is_some_and(|w| w.alive()) {
             if let Some(mut dead) = worker.take() {
                 dead.kill().await;
@@ -302,6 +310,7 @@ async fn run_with_retry(
                     subject_dir: &job.subject_dir,
                     entry: &job.entry,
                     framework: job.framework,
+                    backend: job.backend,
                     config: &job.config,
                     seed: job.seed,
                     mode: job.mode,

@@ -394,7 +394,8 @@ impl Executor for RayExecutor {
             "op": "eval", "subject_dir": request.subject_dir, "entry": entry,
             "command": command,
             "config": request.config, "seed": request.seed, "mode": request.mode,
-            "framework": request.framework, "prune": request.prune,
+            "framework": request.framework, "backend": request.backend,
+            "prune": request.prune,
             "limits": limits_json(&request.limits),
         });
         match self.ask(msg).await {

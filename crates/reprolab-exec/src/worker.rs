@@ -19,7 +19,7 @@ use crate::result::{Exit, Finished, interpret};
 use crate::sandbox;
 use crate::supervise::{Violation, supervise};
 use reprolab_core::Outcome;
-use reprolab_core::manifest::{Framework, Limits};
+use reprolab_core::manifest::{Framework, KerasBackend, Limits};
 
 /// How long a worker may take to import torch and say it is ready.
 const STARTUP: Duration = Duration::from_secs(300);
@@ -37,6 +37,7 @@ pub struct Request<'a> {
     pub subject_dir: &'a Path,
     pub entry: &'a str,
     pub framework: Framework,
+    pub backend: KerasBackend,
     pub config: &'a Value,
     pub seed: u64,
     pub mode: Mode,
@@ -61,6 +62,8 @@ pub struct Worker {
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     /// Torch import time reported at start-up.
     pub import_s: f64,
+    /// The backend of the Keras this worker imported (at its first Keras evaluation), if any.
+    keras: Option<KerasBackend>,
 }
 
 /// Why a worker could not be started or did not answer: the machinery, never the evaluated
@@ -166,6 +169,7 @@ impl Worker {
             events,
             stderr_tail,
             import_s: 0.0,
+            keras: None,
         };
         let ready = tokio::time::timeout(STARTUP, w.next_event()).await;
         match ready {
@@ -347,8 +351,11 @@ impl Worker {
             "op": "eval", "id": req.id, "subject_dir": req.subject_dir, "entry": req.entry,
             "config": req.config, "seed": req.seed, "mode": req.mode, "workdir": workdir,
             "memory_mb": req.limits.memory_mb, "framework": req.framework,
-            "prune": req.prune,
+            "backend": req.backend, "prune": req.prune,
         });
+        if req.framework == Framework::Keras {
+            self.keras = Some(req.backend);
+        }
         let forked = self
             .run_forked(&msg, req.id, req.limits, &workdir.join("output.log"))
             .await?;
@@ -387,6 +394,13 @@ impl Worker {
         });
         self.run_forked(&msg, id, limits, &workdir.join("output.log"))
             .await
+    }
+
+    /// Whether this worker can train a subject of `framework` on `backend`: anything until it
+    /// has imported Keras, then Keras subjects only on the backend it imported (PyTorch ones
+    /// always).
+    pub fn can_run(&self, framework: Framework, backend: KerasBackend) -> bool {
+        framework != Framework::Keras || self.keras.is_none_or(|held| held == backend)
     }
 
     /// Whether the worker process is still running.

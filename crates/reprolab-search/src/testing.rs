@@ -9,8 +9,8 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use reprolab_core::{
-    Config, Dataset, Entry, FaultLabel, FaultType, Fix, Framework, Goal, Limits, Metric, Param,
-    ParamKind, SearchSpace, Split, Subject, Task,
+    Config, Dataset, Entry, FaultLabel, FaultType, Fix, Framework, Goal, KerasBackend, Limits,
+    Metric, Param, ParamKind, SearchSpace, Split, Subject, Task,
 };
 use reprolab_rng::SplitMix64;
 use serde_json::{Value, json};
@@ -143,6 +143,7 @@ pub fn subject(
         description: String::new(),
         task: Task::Classification,
         framework: Framework::Pytorch,
+        backend: KerasBackend::Torch,
         dataset: Dataset {
             name: "synthetic".into(),
             description: String::new(),

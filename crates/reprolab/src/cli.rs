@@ -643,6 +643,10 @@ pub struct EnvArgs {
     /// `$(reprolab env --ray) start --head`.
     #[arg(long, conflicts_with = "python_path")]
     pub ray: bool,
+    /// Install tensorflow-cpu into the managed environment (what the first training of a Keras
+    /// subject with backend = "tensorflow" does) and print the interpreter's path.
+    #[arg(long, conflicts_with_all = ["python_path", "ray"])]
+    pub tensorflow: bool,
 }
 
 #[derive(Debug, Args)]

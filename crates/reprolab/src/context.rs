@@ -117,6 +117,18 @@ pub async fn ensure_ray(g: &Global, env: &PythonEnv) -> Result<()> {
     .context(Infrastructure("installing Ray"))
 }
 
+/// Make TensorFlow importable in the environment (installed on first use), with a spinner
+/// meanwhile (an evaluation that needs it installs it too, without the spinner).
+pub async fn ensure_tensorflow(g: &Global, env: &PythonEnv) -> Result<()> {
+    let installing = env.clone();
+    blocking_with_spinner("tensorflow", g.json, move |progress| {
+        reprolab_exec::env::ensure_tensorflow(&installing, progress)
+    })
+    .await
+    .context(Infrastructure("installing TensorFlow"))?
+    .context(Infrastructure("installing TensorFlow"))
+}
+
 pub fn load_subject(path: &Path) -> Result<Subject> {
     Ok(Subject::load(path)?)
 }

@@ -199,7 +199,7 @@ fn typed_kind(e: &(dyn std::error::Error + 'static)) -> Option<Kind> {
         return Some(match e {
             EvalError::Source { .. } => Kind::Input,
             EvalError::Store(s) => store_kind(s),
-            EvalError::Task(_) => Kind::Infrastructure,
+            EvalError::Task(_) | EvalError::Extra { .. } => Kind::Infrastructure,
         });
     }
     if let Some(e) = e.downcast_ref::<StoreError>() {

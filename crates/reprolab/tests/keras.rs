@@ -1,6 +1,8 @@
 //! Keras 3 subjects end to end: `reprolab eval` and `reprolab trace` train the bundled
-//! digits-mlp-keras (real Keras models, few epochs) through the warm workers. Skipped, with the
-//! reason printed, when the managed environment cannot import Keras.
+//! digits-mlp-keras (real Keras models, few epochs) through the warm workers, and
+//! digits-mlp-keras-tf the same on Keras' TensorFlow backend (with `localize`). Skipped, with the
+//! reason printed, when the managed environment cannot import Keras, or TensorFlow cannot be
+//! installed into it.
 
 mod common;
 
@@ -30,14 +32,155 @@ fn keras_missing(dir: &std::path::Path) -> Option<String> {
     }
 }
 
+/// Why the TensorFlow backend cannot be tested here, or None once `reprolab env --tensorflow`
+/// has installed tensorflow-cpu (a no-op when it is there) and Keras imports on it.
+fn tensorflow_missing(dir: &std::path::Path) -> Option<String> {
+    if let Some(reason) = keras_missing(dir) {
+        return Some(reason);
+    }
+    let out = run(reprolab(dir).args(["env", "--tensorflow"]));
+    let last_line = |bytes: &[u8]| {
+        String::from_utf8_lossy(bytes)
+            .lines()
+            .rfind(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .to_string()
+    };
+    if !out.status.success() {
+        return Some(format!(
+            "tensorflow-cpu cannot be installed: {}",
+            last_line(&out.stderr)
+        ));
+    }
+    let python = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let check = std::process::Command::new(&python)
+        .args([
+            "-c",
+            "import keras, tensorflow; print(keras.backend.backend())",
+        ])
+        .env("KERAS_BACKEND", "tensorflow")
+        .output();
+    match check {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!(
+            "{python} cannot import keras on tensorflow: {}",
+            last_line(&o.stderr)
+        )),
+        Err(e) => Some(format!("cannot run {python:?}: {e}")),
+    }
+}
+
 /// The subject's config with the fewest epochs its search space allows.
 fn short_config(dir: &std::path::Path) -> std::path::PathBuf {
-    let subject_dir = subject("digits-mlp-keras");
+    short_config_of(dir, "digits-mlp-keras", json!({}), "short.json")
+}
+
+/// `name`'s config with 10 epochs and `changes` applied, written to `file` in `dir`.
+fn short_config_of(
+    dir: &std::path::Path,
+    name: &str,
+    changes: Value,
+    file: &str,
+) -> std::path::PathBuf {
+    let subject_dir = subject(name);
     let mut config: Value =
         serde_json::from_str(&std::fs::read_to_string(subject_dir.join("config.json")).unwrap())
             .unwrap();
     config["epochs"] = json!(10);
-    config_file(dir, "short.json", config)
+    for (k, v) in changes.as_object().unwrap() {
+        config[k] = v.clone();
+    }
+    config_file(dir, file, config)
+}
+
+/// The search metric of each run of `reprolab eval --json` (none may fail).
+fn search_metrics(v: &Value) -> Vec<f64> {
+    assert_eq!(v["failed"], 0, "{v}");
+    v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"]["search"].as_f64().unwrap())
+        .collect()
+}
+
+/// digits-mlp-keras-tf: finite metrics that learn, the same again when retrained with the same
+/// seeds, a trace with per-layer gradients (by tf.GradientTape) that trains the evaluated model,
+/// and `localize` naming the learning rate of lr = 5 (as on the torch twin).
+#[test]
+fn keras_tensorflow_subject_evaluates_deterministically_traces_and_localizes() {
+    let tmp = tempfile::tempdir().unwrap();
+    if let Some(reason) = tensorflow_missing(tmp.path()) {
+        eprintln!(
+            "SKIPPED keras_tensorflow_subject_evaluates_deterministically_traces_and_localizes: \
+             {reason}"
+        );
+        return;
+    }
+    let name = "digits-mlp-keras-tf";
+    let cfg = short_config_of(tmp.path(), name, json!({}), "short.json");
+    let eval = |extra: &[&str]| {
+        json(&run(reprolab(tmp.path())
+            .args(["eval", "--json", "--runs", "2", "--config"])
+            .arg(&cfg)
+            .args(extra)
+            .arg(subject(name))))
+    };
+    let first = eval(&[]);
+    let metrics = search_metrics(&first);
+    for m in &metrics {
+        assert!(
+            m.is_finite() && *m > 0.8,
+            "Keras on TensorFlow learns: {first}"
+        );
+    }
+    assert_eq!(
+        search_metrics(&eval(&["--no-cache"])),
+        metrics,
+        "the same seeds train the same models"
+    );
+
+    let out_file = tmp.path().join("trace.json");
+    let out = run(reprolab(tmp.path())
+        .args(["trace", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out_file)
+        .arg(subject(name)));
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("model (Keras): Dense(64, relu)"), "{text}");
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let epochs = t["epochs"].as_array().unwrap();
+    assert_eq!(epochs.len(), 10);
+    for e in epochs {
+        assert!(e["loss"].as_f64().unwrap().is_finite(), "{e}");
+        assert_eq!(e["nan"], false);
+        let layers = e["layers"].as_array().unwrap();
+        assert_eq!(layers.len(), 3, "{e}");
+        for l in layers {
+            assert!(l["grad_norm"].as_f64().unwrap() > 0.0, "{l}");
+            assert!(l["weight_norm"].as_f64().unwrap() > 0.0, "{l}");
+            assert!(l["mean_abs_out"].as_f64().is_some(), "{l}");
+        }
+    }
+    assert_eq!(
+        t["outcome"]["search"],
+        first["runs"][0]["outcome"]["search"]
+    );
+
+    // The config the torch twin was measured with (docs/keras.md), but lr = 5.
+    let high_lr = short_config_of(
+        tmp.path(),
+        name,
+        json!({"lr": 5.0, "epochs": 20}),
+        "high-lr.json",
+    );
+    let v = json(&run(reprolab(tmp.path())
+        .args(["localize", "--json", "--engine", "all", "--config"])
+        .arg(&high_lr)
+        .arg(subject(name))));
+    assert_eq!(v["answer"][0], "HLR", "{v}");
 }
 
 #[test]

@@ -14,6 +14,11 @@ pub async fn run(g: &Global, a: &EnvArgs) -> Result<ExitCode> {
         println!("{}", env.python.display());
         return Ok(ExitCode::SUCCESS);
     }
+    if a.tensorflow {
+        context::ensure_tensorflow(g, &env).await?;
+        println!("{}", env.python.display());
+        return Ok(ExitCode::SUCCESS);
+    }
     if a.ray {
         context::ensure_ray(g, &env).await?;
         println!("{}", env.python.with_file_name("ray").display());
