@@ -155,6 +155,7 @@ impl Evaluator {
             dir: subject.dir.display().to_string(),
             source: e,
         })?;
+        let source_hash = with_extras(source_hash, subject.backend);
         let mut results: Vec<Option<Evaluation>> = vec![None; seeds.len()];
         let mut tasks = JoinSet::new();
         for (i, &seed) in seeds.iter().enumerate() {
@@ -266,6 +267,18 @@ impl Evaluator {
     }
 }
 
+/// The source hash of a subject that runs on an optional extra, with the extra's pinned release:
+/// the environment's id covers only its lock, so another TensorFlow pin must not reuse the
+/// trainings of this one. A torch subject's hash is unchanged.
+fn with_extras(source_hash: String, backend: KerasBackend) -> String {
+    match backend {
+        KerasBackend::Torch => source_hash,
+        KerasBackend::Tensorflow => {
+            format!("{source_hash}+{}=={}", TENSORFLOW.dist, TENSORFLOW.version)
+        }
+    }
+}
+
 fn is_pruned(o: &Outcome) -> bool {
     matches!(o, Outcome::Pruned { .. })
 }
@@ -294,6 +307,13 @@ pub enum EvalError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tensorflow_subject_is_keyed_by_the_pinned_release_too() {
+        assert_eq!(with_extras("abc".into(), KerasBackend::Torch), "abc");
+        let tf = with_extras("abc".into(), KerasBackend::Tensorflow);
+        assert_eq!(tf, format!("abc+tensorflow-cpu=={}", TENSORFLOW.version));
+    }
     use crate::result::Finished;
     use reprolab_core::Outcome;
     use std::sync::atomic::{AtomicUsize, Ordering};
