@@ -16,7 +16,12 @@ fn committed(dir: &str) -> String {
 
 /// The bundled faults whose subject names are in `names`.
 fn fault_dirs(names: &BTreeSet<String>) -> Vec<PathBuf> {
-    reprolab_faults::read_benchmark(&repo().join("benchmarks/faults"))
+    fault_dirs_in("benchmarks/faults", names)
+}
+
+/// The faults of the benchmark `bench` whose subject names are in `names`.
+fn fault_dirs_in(bench: &str, names: &BTreeSet<String>) -> Vec<PathBuf> {
+    reprolab_faults::read_benchmark(&repo().join(bench))
         .unwrap()
         .into_iter()
         .map(|(d, _)| d)
@@ -34,20 +39,21 @@ fn strings(s: &[&str]) -> Vec<String> {
 /// `with_alternatives`: whether the report was written after the neutrality analysis wrote
 /// the faults' `alternatives.json` (the earlier reports score without them).
 fn rebuilt_repair(dir: &str, setup: repair::Setup, with_alternatives: bool) -> String {
-    let report = rebuilt_repair_report(dir, &setup, with_alternatives);
+    let report = rebuilt_repair_report(dir, "benchmarks/faults", &setup, with_alternatives);
     write_figures_if_asked(dir, &report);
     report.to_markdown()
 }
 
 fn rebuilt_repair_report(
     dir: &str,
+    bench: &str,
     setup: &repair::Setup,
     with_alternatives: bool,
 ) -> reprolab_report::Report {
     let rows: Vec<repair::Row> =
         read_jsonl(&repo().join("docs/results").join(dir).join("results.jsonl"));
     let names: BTreeSet<String> = rows.iter().map(|r| r.fault.clone()).collect();
-    let mut variants = repair::read_variants(&fault_dirs(&names)).unwrap();
+    let mut variants = repair::read_variants(&fault_dirs_in(bench, &names)).unwrap();
     assert_eq!(variants.len(), names.len());
     if !with_alternatives {
         variants.values_mut().for_each(|(_, alts)| alts.clear());
@@ -85,6 +91,26 @@ fn bench_repair_report_is_rebuilt() {
         rebuilt_repair("bench-repair", setup, false),
         committed("bench-repair")
     );
+}
+
+/// The held-out faults' repair benchmark, the first committed one whose rows keep their
+/// validation runs: its report has the runs per fault.
+#[test]
+fn bench_repair_heldout_report_is_rebuilt_with_runs_per_fault() {
+    let setup = repair::Setup {
+        benchmark: "/work/main/benchmarks/faults-heldout".into(),
+        engines: strings(&["random", "guided", "rules"]),
+        budgets: strings(&["10x"]),
+        repeats: 2,
+        runs: 10,
+    };
+    let dir = "bench-repair-heldout";
+    let report = rebuilt_repair_report(dir, "benchmarks/faults-heldout", &setup, false);
+    write_figures_if_asked(dir, &report);
+    let md = report.to_markdown();
+    assert_eq!(md, committed(dir));
+    assert!(md.contains("## Runs per fault"), "{md}");
+    assert!(md.contains("![heldout-H4: holdout runs"), "{md}");
 }
 
 #[test]

@@ -9,7 +9,7 @@
 //! found another patch). A cell whose search found no patch has no validation and adds nothing;
 //! the table counts such cells.
 
-use reprolab_core::manifest::Subject;
+use reprolab_core::manifest::{Goal, Metric, Subject};
 use reprolab_repair::Validation;
 use reprolab_report::{Figure, Section, Table, svg};
 use reprolab_stats::summarize;
@@ -28,28 +28,34 @@ pub struct Runs {
     pub patched: Vec<Option<f64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gt: Option<Vec<Option<f64>>>,
-    /// The values the metric can take (`Metric::range`), to which the CIs are cut.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub range: Option<Range>,
+    /// The metric's name, which says what values it can take (`Metric::range`): the CIs are
+    /// cut to them.
+    pub metric: String,
 }
 
 impl Runs {
     /// The runs of `v`, for `subject`'s metric.
     pub fn of(v: &Validation, subject: &Subject) -> Runs {
-        let gt = v.gt.as_ref().map(|g| g.samples.clone());
-        let all: Vec<f64> = [&v.faulty.samples, &v.patch.samples]
-            .into_iter()
-            .chain(gt.as_ref())
-            .flatten()
-            .flatten()
-            .copied()
-            .collect();
         Runs {
             faulty: v.faulty.samples.clone(),
             patched: v.patch.samples.clone(),
-            gt,
-            range: subject.metric.range(&all),
+            gt: v.gt.as_ref().map(|g| g.samples.clone()),
+            metric: subject.metric.name.clone(),
         }
+    }
+
+    /// The values the metric can take, when its name says so and all these runs agree.
+    fn range(&self, goal: Goal) -> Option<Range> {
+        let all: Vec<f64> = [&self.faulty, &self.patched]
+            .into_iter()
+            .chain(self.gt.as_ref())
+            .flat_map(|xs| finished(xs))
+            .collect();
+        let metric = Metric {
+            name: self.metric.clone(),
+            goal,
+        };
+        metric.range(&all)
     }
 }
 
@@ -99,7 +105,7 @@ fn fault_groups(rows: &[&Row]) -> Option<(Vec<Group>, Option<Range>)> {
             without_patch: 0,
         });
     }
-    Some((out, first.range))
+    Some((out, first.range(rows[0].goal)))
 }
 
 /// `mean [lo, hi]` of the values with the CI cut to `range`, or "-".

@@ -251,7 +251,7 @@ fn runs_per_fault_pool_each_engines_repeats_with_cis_cut_to_the_metric() {
             faulty: samples(&[0.5, 0.52, 0.48]),
             patched: samples(patched),
             gt: Some(samples(&[1.0, 0.98, 1.0])),
-            range: Some((0.0, 1.0)),
+            metric: "accuracy".into(),
         });
         r
     };
