@@ -327,11 +327,7 @@ pub async fn reproduce(
             Ok(r) => {
                 attempt.prompt_tokens = r.usage.prompt_tokens;
                 attempt.completion_tokens = r.usage.completion_tokens;
-                r.choices
-                    .into_iter()
-                    .next()
-                    .map(|c| c.text)
-                    .unwrap_or_default()
+                r.text().to_string()
             }
             Err(e) => {
                 let why = stop_reason(&e);
@@ -438,13 +434,7 @@ async fn ask_plan(
         ..ChatRequest::default()
     };
     let r = model.chat(&req).await?;
-    let text = r
-        .choices
-        .into_iter()
-        .next()
-        .map(|c| c.text)
-        .unwrap_or_default();
-    let steps = plan::parse(&text);
+    let steps = plan::parse(r.text());
     Ok(Plan {
         problem: steps
             .is_none()

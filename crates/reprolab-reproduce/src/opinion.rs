@@ -52,15 +52,7 @@ pub async fn ask(model: &dyn ChatModel, report: &str, script: &str, observed: &s
     let label = "an LLM's opinion, not the verdict";
     let name = model.name();
     match model.chat(&req).await {
-        Ok(r) => {
-            let text = r
-                .choices
-                .into_iter()
-                .next()
-                .map(|c| c.text)
-                .unwrap_or_default();
-            parse(&text, label, name)
-        }
+        Ok(r) => parse(r.text(), label, name),
         Err(e) => Opinion {
             label,
             model: name,
