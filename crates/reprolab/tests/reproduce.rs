@@ -561,13 +561,12 @@ fn a_silent_bug_gets_the_models_opinion_beside_the_verdict() {
 }
 
 /// SmolLM2-135M's real answers for three bundled bugs (recorded with `--llm-record` by the
-/// command below) replayed offline through the bench, end to end with a real model's scripts:
-/// each first answer was cut at 768 tokens in the middle of a statement, and the pre-check
-/// answers it without a run. Recorded before the plan step existed (so replayed with
-/// `--no-plan`) and with 2 attempts; the second answers were dropped when the pre-check changed
-/// their prompts. Re-record after changing a prompt:
+/// command below, release build) replayed offline through the bench, end to end with a real
+/// model: asked for a plan, it writes code, which holds no steps, so each attempt gets the task
+/// alone; each attempt's answer is cut at 768 tokens in the middle of a statement, and the
+/// pre-check answers it without a run. Re-record after changing a prompt:
 /// `reprolab bench reproduce benchmarks/bugs --llm local:smollm2 --llm-record DIR --attempts 1
-///  --max-tokens 768 --runs 3 --no-plan --only 02-bce-target-size,20-nan-log-zero-aggregation,09-numpy-requires-grad`
+///  --max-tokens 768 --runs 3 --only 02-bce-target-size,20-nan-log-zero-aggregation,09-numpy-requires-grad`
 #[test]
 fn smollm2_recorded_answers_replay_through_the_bench() {
     let tmp = tempfile::tempdir().unwrap();
@@ -581,7 +580,6 @@ fn smollm2_recorded_answers_replay_through_the_bench() {
             "768",
             "--runs",
             "3",
-            "--no-plan",
             "--only",
         ])
         .arg("02-bce-target-size,20-nan-log-zero-aggregation,09-numpy-requires-grad")
@@ -599,7 +597,17 @@ fn smollm2_recorded_answers_replay_through_the_bench() {
     assert_eq!(rows.len(), 3);
     for row in rows {
         assert_eq!(row["attempts"], 1, "{row}");
-        assert_eq!(row["calls"], 1, "every answer replayed: {row}");
+        assert_eq!(row["calls"], 2, "the plan and the attempt replayed: {row}");
+        let attempts = read_json(
+            tmp.path()
+                .join("bench")
+                .join(row["id"].as_str().unwrap())
+                .join("attempts.json"),
+        );
+        assert_eq!(
+            attempts["plan"]["problem"], "the planning answer held no steps",
+            "{attempts}"
+        );
         assert_eq!(
             row["reproduced"], false,
             "SmolLM2 reproduces none of them: {row}"
