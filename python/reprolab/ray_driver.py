@@ -102,21 +102,32 @@ def pack_subject(root):
 
 
 class Subjects:
-    """Each subject directory in the object store once; re-packed only when its files change."""
+    """Each subject directory in the object store once; re-packed only when its files change.
+
+    An eval request names the subject's content hash (reprolab's cache key part): a directory
+    already shipped under that hash is not read again, which a subject with many data files
+    would otherwise pay on every evaluation. Without a hash (script runs' import directories),
+    the files' sizes and times tell whether to re-pack."""
 
     def __init__(self):
         self.known = {}  # dir -> (file signature, [hash, [ref]])
+        self.by_hash = {}  # (dir, content hash) -> [hash, [ref]]
 
-    def get(self, root):
+    def get(self, root, content_hash=None):
         import ray
 
+        if content_hash is not None and (root, content_hash) in self.by_hash:
+            return self.by_hash[(root, content_hash)]
         signature = _subject_files(root)
         hit = self.known.get(root)
         if hit is not None and hit[0] == signature:
-            return hit[1]
-        digest, data = pack_subject(root)
-        handle = [digest, [ray.put(data)]]
-        self.known[root] = (signature, handle)
+            handle = hit[1]
+        else:
+            digest, data = pack_subject(root)
+            handle = [digest, [ray.put(data)]]
+            self.known[root] = (signature, handle)
+        if content_hash is not None:
+            self.by_hash[(root, content_hash)] = handle
         return handle
 
 
@@ -230,7 +241,7 @@ def serve(ray, slots, env_spec):
                 elif req["op"] == "test":
                     tree = pack_subject(req["tree"])[1]
                 else:
-                    subject = subjects.get(req["subject_dir"])
+                    subject = subjects.get(req["subject_dir"], req.get("subject_hash"))
             except Exception as e:  # noqa: BLE001 - reported with the evaluation
                 _emit({"ev": "done", "id": req["id"], "infra": str(e)})
                 continue

@@ -183,6 +183,7 @@ impl Evaluator {
             let executor = self.executor.clone();
             let request = EvalRequest {
                 subject_dir: subject.dir.clone(),
+                source_hash: source_hash.clone(),
                 entry: subject.entry.clone(),
                 framework: subject.framework,
                 backend: subject.backend,

@@ -24,6 +24,9 @@ use crate::worker::infra;
 #[derive(Debug, Clone)]
 pub struct EvalRequest {
     pub subject_dir: PathBuf,
+    /// The subject's content hash, as in the cache key: a remote executor ships the subject once
+    /// per hash instead of reading its files again for every evaluation.
+    pub source_hash: String,
     pub entry: Entry,
     /// What the worker prepares around the entry (Keras: its import, seeding and reprolab's
     /// callback on `model.fit`).

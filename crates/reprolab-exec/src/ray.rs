@@ -391,7 +391,8 @@ impl Executor for RayExecutor {
             }
         };
         let msg = json!({
-            "op": "eval", "subject_dir": request.subject_dir, "entry": entry,
+            "op": "eval", "subject_dir": request.subject_dir,
+            "subject_hash": request.source_hash, "entry": entry,
             "command": command,
             "config": request.config, "seed": request.seed, "mode": request.mode,
             "framework": request.framework, "backend": request.backend,
