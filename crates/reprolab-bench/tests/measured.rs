@@ -113,6 +113,22 @@ fn bench_repair_heldout_report_is_rebuilt_with_runs_per_fault() {
     assert!(md.contains("![heldout-H4: holdout runs"), "{md}");
 }
 
+/// The rules engine on the held-out faults after its two new symptoms (docs/results).
+#[test]
+fn bench_repair_heldout_rules_report_is_rebuilt() {
+    let setup = repair::Setup {
+        benchmark: "/work/main/benchmarks/faults-heldout".into(),
+        engines: strings(&["rules"]),
+        budgets: strings(&["10x"]),
+        repeats: 2,
+        runs: 10,
+    };
+    let dir = "bench-repair-heldout-rules";
+    let report = rebuilt_repair_report(dir, "benchmarks/faults-heldout", &setup, false);
+    write_figures_if_asked(dir, &report);
+    assert_eq!(report.to_markdown(), committed(dir));
+}
+
 #[test]
 fn bench_minimize_report_is_rebuilt() {
     let setup = repair::Setup {

@@ -140,6 +140,11 @@ pub fn section(rows: &[Row]) -> Option<Section> {
             continue;
         };
         let goal = of_fault[0].goal;
+        let metric = of_fault
+            .iter()
+            .find_map(|r| r.runs.as_ref())
+            .map_or("metric", |r| r.metric.as_str());
+        let y_label = format!("holdout {metric}");
         for g in &groups {
             let (mean, ci) = mean_ci(&g.values, range);
             table.push(vec![
@@ -161,7 +166,7 @@ pub fn section(rows: &[Row]) -> Option<Section> {
                  repeats) and of the known fix ({} is better)",
                 goal.as_str()
             ),
-            svg: svg::boxplot(&fault, "holdout metric", &boxes),
+            svg: svg::boxplot(&fault, &y_label, &boxes),
         });
     }
     if figures.is_empty() {
