@@ -274,9 +274,7 @@ impl Evaluator {
 fn with_extras(source_hash: String, backend: KerasBackend) -> String {
     match backend {
         KerasBackend::Torch => source_hash,
-        KerasBackend::Tensorflow => {
-            format!("{source_hash}+{}=={}", TENSORFLOW.dist, TENSORFLOW.version)
-        }
+        KerasBackend::Tensorflow => format!("{source_hash}+{}", TENSORFLOW.spec()),
     }
 }
 
@@ -308,6 +306,9 @@ pub enum EvalError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::result::Finished;
+    use reprolab_core::Outcome;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
     fn a_tensorflow_subject_is_keyed_by_the_pinned_release_too() {
@@ -315,9 +316,6 @@ mod tests {
         let tf = with_extras("abc".into(), KerasBackend::Tensorflow);
         assert_eq!(tf, format!("abc+tensorflow-cpu=={}", TENSORFLOW.version));
     }
-    use crate::result::Finished;
-    use reprolab_core::Outcome;
-    use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// An executor that trains nothing: metric = seed / 100, counting the requests it gets; a
     /// request with thresholds is pruned at epoch 1 when its seed is odd.
