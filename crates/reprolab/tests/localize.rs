@@ -82,3 +82,30 @@ fn bench_localize_scores_the_real_faults() {
             .contains("Table 5")
     );
 }
+
+/// The held-out GRU fault trains 3 epochs of batch 512 (a few updates in all): its real trace
+/// counts the optimizer updates and the `few-updates` monitor names the batch size and the
+/// epochs from it.
+#[test]
+fn a_training_too_short_to_learn_is_localised_from_its_update_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(reprolab(tmp.path())
+        .args(["localize", "--json", "--engine", "dynamic"])
+        .arg(repo().join("benchmarks/faults-heldout/H6")));
+    assert!(out.status.success());
+    let v = json(&out);
+    let few: Vec<&serde_json::Value> = v["suspects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["source"] == "few-updates")
+        .collect();
+    let labels: Vec<&str> = few.iter().map(|s| s["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["HBS", "HNE"], "{v}");
+    let evidence = few[0]["evidence"].as_str().unwrap();
+    assert!(
+        evidence.contains("optimizer updates in 3 epochs"),
+        "{evidence}"
+    );
+    assert_eq!(few[0]["suggestion"], "batch_size: 512 -> 32");
+}
