@@ -226,7 +226,11 @@ def run(script_path, seed, out_dir, paths=(), imported_filters=()):
     warnings.showwarning = showwarning
     sys.argv = [script_path]
     sys.path.insert(0, os.path.dirname(script_path))
-    sys.path.extend(os.path.abspath(p) for p in paths)
+    paths = [os.path.abspath(p) for p in paths]
+    sys.path.extend(paths)
+    # Where the import directories are on this machine: a Ray node unpacks them elsewhere than
+    # the caller's paths, so a script that must chdir into one reads it here.
+    os.environ["REPROLAB_IMPORT_PATHS"] = os.pathsep.join(paths)
     _seed(seed)
     status, exit_code, exceptions = "ok", 0, []
     start = time.monotonic()

@@ -510,6 +510,101 @@ fn reproduce_judges_scripts_on_ray_as_locally() {
 }
 
 #[test]
+fn paper_probes_and_smoke_runs_run_on_ray_nodes_with_the_local_verdicts() {
+    let Some((cluster, _turn)) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir(dir.join("code")).unwrap();
+    std::fs::write(
+        dir.join("paper.md"),
+        "# Tiny\nWe set the smoothing factor to 0.1.\nThe loss averages over the batch.\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("code/sm.py"), "EPSILON = 0.1\n").unwrap();
+    // C1's probe imports the code and passes; C2's fails, saying where the code was: a Ray
+    // node unpacks it under its own temporary directory.
+    config_file(
+        dir,
+        "fingerprint.json",
+        json!({"criteria": [
+            {"id": "C1", "fact": "eps = 0.1", "scope": "loss", "category": "hyperparameter",
+             "source": "We set the smoothing factor to 0.1.",
+             "checks": [{"probe": "from sm import EPSILON\nassert EPSILON == 0.1"}]},
+            {"id": "C2", "fact": "the loss is a batch mean", "scope": "loss", "category": "algorithm",
+             "source": "The loss averages over the batch.",
+             "checks": [{"probe": "import os\nassert os.path.isfile('sm.py') and False, 'ran in ' + os.getcwd()"}]}
+        ]}),
+    );
+    let verify = |mut cmd: Command| {
+        let out = run(cmd.args([
+            "--json",
+            "--no-cache",
+            "paper",
+            "verify",
+            "paper.md",
+            "code",
+        ]));
+        assert_eq!(out.status.code(), Some(1), "C2 fails: {out:?}");
+        let v = json(&out);
+        let verdicts = v["verification"]["verdicts"].as_array().unwrap().clone();
+        let evidence = verdicts[1]["evidence"].to_string();
+        let outcomes: Vec<Value> = verdicts.iter().map(|d| d["outcome"].clone()).collect();
+        (outcomes, evidence)
+    };
+    let (local, local_evidence) = verify(reprolab(dir));
+    let (remote, remote_evidence) = verify(on_ray(dir, cluster));
+    assert_eq!(local, vec![json!("pass"), json!("fail")]);
+    assert_eq!(local, remote);
+    assert!(
+        remote_evidence.contains("reprolab-ray-subjects")
+            && !local_evidence.contains("reprolab-ray-subjects"),
+        "{remote_evidence} / {local_evidence}"
+    );
+
+    // `paper implement`'s smoke run: the entry passes only where a Ray node unpacked the code.
+    let train = "import os\nassert 'reprolab-ray-subjects' in os.getcwd(), os.getcwd()\nprint('loss: 0.5')\n";
+    let server = reprolab_llm::fake::FakeServer::start_background(
+        reprolab_llm::fake::Flavor::OpenAi,
+        [
+            reprolab_llm::fake::FakeReply::Text(
+                json!({"files": [{"path": "sm.py", "purpose": "smoothing"},
+                                 {"path": "train.py", "purpose": "entry"}],
+                       "entry": "train.py"})
+                .to_string(),
+            ),
+            reprolab_llm::fake::FakeReply::Text("```python\nEPSILON = 0.1\n```\n".into()),
+            reprolab_llm::fake::FakeReply::Text(format!("```python\n{train}```\n")),
+        ],
+    );
+    let mut implement = on_ray(dir, cluster);
+    for var in [
+        "REPROLAB_LLM",
+        "REPROLAB_LLM_CONFIG",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+    ] {
+        implement.env_remove(var);
+    }
+    let out = run(implement.args([
+        "--json",
+        "paper",
+        "implement",
+        "paper.md",
+        "--out",
+        "impl",
+        "--rounds",
+        "1",
+        "--llm",
+        &format!("openai:fake@{}", server.base_url()),
+    ]));
+    let v = json(&out);
+    let round = &v["implementation"]["rounds"][0];
+    assert_eq!(round["smoke"]["ok"], true, "{round}");
+}
+
+#[test]
 fn codegen_run_judges_every_kind_of_answer_on_ray_as_locally() {
     let Some((cluster, _turn)) = cluster() else {
         return;

@@ -29,7 +29,7 @@ pub async fn run(g: &Global, a: &ReproduceArgs) -> Result<ExitCode> {
         Some(ReproduceCommand::Verify(v)) => v.run.cold,
         None => a.run.cold,
     };
-    let warm = warm_pools(g, cold).await?;
+    let warm = warm_pools(g, cold, workers(g)).await?;
     let result = match &a.command {
         Some(ReproduceCommand::Verify(v)) => verify_cmd(g, v, warm.as_ref()).await,
         None => generate_cmd(g, a, warm.as_ref()).await,
@@ -40,13 +40,12 @@ pub async fn run(g: &Global, a: &ReproduceArgs) -> Result<ExitCode> {
     result
 }
 
-/// Warm workers for the script runs (started when a run misses the cache), unless `--cold`;
-/// with `--backend ray`, the cluster's slots for reports that run in the managed environment.
-async fn warm_pools(g: &Global, cold: bool) -> Result<Option<WarmPools>> {
+/// Warm workers for script runs (`size` of them, started when a run misses the cache), unless
+/// `--cold`; with `--backend ray`, the cluster's slots for runs in the managed environment.
+pub async fn warm_pools(g: &Global, cold: bool, size: usize) -> Result<Option<WarmPools>> {
     if cold {
         return Ok(None);
     }
-    let size = workers(g);
     Ok(Some(match g.backend {
         Backend::Local => WarmPools::new(size),
         Backend::Ray => {
@@ -285,7 +284,7 @@ pub async fn bench(g: &Global, a: &BenchReproduceArgs) -> Result<ExitCode> {
             a.benchmark.display()
         );
     }
-    let warm = warm_pools(g, a.run.cold).await?;
+    let warm = warm_pools(g, a.run.cold, workers(g)).await?;
     let result = if a.verify_only {
         bench_verify(g, a, &o, reports, warm.as_ref()).await
     } else {

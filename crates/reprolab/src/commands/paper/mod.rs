@@ -70,7 +70,7 @@ impl Checking {
         Ok(Checking {
             env: context::python_env(g).await?,
             store: (!g.no_cache).then(|| context::open_store(g)).transpose()?,
-            warm: (!cold).then(|| WarmPools::new(1)),
+            warm: crate::commands::reproduce::warm_pools(g, cold, 1).await?,
             session,
         })
     }
@@ -94,17 +94,7 @@ impl Checking {
     ) -> SandboxWorkshop<'a> {
         SandboxWorkshop {
             verifier,
-            smoke: ScriptRunner {
-                env: &self.env,
-                limits: reprolab_core::manifest::Limits {
-                    timeout_s: smoke_timeout_s,
-                    ..default_limits()
-                },
-                paths: Vec::new(),
-                parallel: 1,
-                store: self.store.as_ref(),
-                warm: self.warm.as_ref(),
-            },
+            smoke_timeout_s,
             fingerprint,
             judge,
         }
@@ -156,6 +146,22 @@ impl<'a> Verifier<'a> {
         })
     }
 
+    /// Runs scripts one at a time with `code` importable (it travels with each run to a Ray
+    /// node), under the default limits but `timeout_s`.
+    fn runner_in(&self, code: &Path, timeout_s: f64) -> ScriptRunner<'a> {
+        ScriptRunner {
+            env: self.env,
+            limits: reprolab_core::manifest::Limits {
+                timeout_s,
+                ..default_limits()
+            },
+            paths: vec![code.to_path_buf()],
+            parallel: 1,
+            store: self.store,
+            warm: self.warm,
+        }
+    }
+
     /// Every criterion of `fingerprint` decided against `code` (the judge, if any, for what
     /// no check decides).
     pub async fn verify(
@@ -179,17 +185,7 @@ impl<'a> Verifier<'a> {
             .context(Infrastructure("reading the code's facts"))??
         };
         let prober = SandboxProber {
-            runner: ScriptRunner {
-                env: self.env,
-                limits: reprolab_core::manifest::Limits {
-                    timeout_s: self.timeout_s,
-                    ..default_limits()
-                },
-                paths: Vec::new(),
-                parallel: 1,
-                store: self.store,
-                warm: self.warm,
-            },
+            runner: self.runner_in(&code, self.timeout_s),
             code_hash: reprolab_core::hash::hash_tree(&code)
                 .with_context(|| format!("{}: cannot read the code", code.display()))?,
         };
@@ -237,8 +233,9 @@ struct SandboxProber<'a> {
 }
 
 impl Prober for SandboxProber<'_> {
-    async fn probe(&self, code_dir: &Path, script: &str) -> ProbeRun {
-        let wrapped = in_code_dir("probe", &self.code_hash, code_dir, script);
+    // The runner carries the code's directory, to wherever the probe runs.
+    async fn probe(&self, _code_dir: &Path, script: &str) -> ProbeRun {
+        let wrapped = in_code_dir("probe", &self.code_hash, script);
         let runs = self.runner.run("paper probe", &wrapped, &[0]).await;
         let Some(run) = runs.first() else {
             return ProbeRun::Error("the probe did not run".into());
@@ -258,12 +255,14 @@ fn quoted(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
 
-/// `body` run in `dir` with it first on sys.path. The header names the code's content hash, so
-/// that the cached run of the same script on edited code is not found again.
-fn in_code_dir(what: &str, code_hash: &str, dir: &Path, body: &str) -> String {
-    let d = quoted(&dir.display().to_string());
+/// `body` run in the code's directory with it first on sys.path, for a runner given that
+/// directory as its one import path: the script finds it where the run put it (a Ray node
+/// unpacks it elsewhere), so its text, and the cache key, are the same on every backend. The
+/// header names the code's content hash, so that the cached run of the same script on edited
+/// code is not found again.
+fn in_code_dir(what: &str, code_hash: &str, body: &str) -> String {
     format!(
-        "# reprolab paper {what}; code {code_hash}\nimport os as _os, sys as _sys\n_os.chdir({d})\n_sys.path.insert(0, {d})\n{body}\n"
+        "# reprolab paper {what}; code {code_hash}\nimport os as _os, sys as _sys\n_d = _os.environ[\"REPROLAB_IMPORT_PATHS\"].split(_os.pathsep)[0]\n_os.chdir(_d)\n_sys.path.insert(0, _d)\n{body}\n"
     )
 }
 
@@ -275,7 +274,7 @@ fn clip(s: &str, n: usize) -> String {
 /// The implement loop's world: smoke runs and verification in the sandbox.
 pub struct SandboxWorkshop<'a> {
     verifier: Verifier<'a>,
-    smoke: ScriptRunner<'a>,
+    smoke_timeout_s: f64,
     fingerprint: &'a Fingerprint,
     judge: Option<&'a LlmJudge<'a>>,
 }
@@ -289,8 +288,12 @@ impl Workshop for SandboxWorkshop<'_> {
             "import runpy as _runpy\n_sys.argv = [{e}, {flag}]\n_runpy.run_path({e}, run_name=\"__main__\")",
             flag = quoted(SMOKE_FLAG)
         );
-        let script = in_code_dir("smoke run", &code_hash, dir, &body);
-        let runs = self.smoke.run("paper smoke", &script, &[0]).await;
+        let script = in_code_dir("smoke run", &code_hash, &body);
+        let runs = self
+            .verifier
+            .runner_in(dir, self.smoke_timeout_s)
+            .run("paper smoke", &script, &[0])
+            .await;
         match runs.first() {
             Some(run) => judge_smoke(
                 run.status == RunStatus::Ok,
