@@ -167,7 +167,9 @@ def _connect(args):
 def _new_slot(ray, env_spec):
     from reprolab.ray_slot import Slot
 
-    actor = ray.remote(Slot).options(num_cpus=1, max_restarts=1, max_task_retries=1)
+    # Two threads: one runs the slot's evaluation, the other takes `cancel` while it runs.
+    actor = ray.remote(Slot).options(num_cpus=1, max_restarts=1, max_task_retries=1,
+                                     max_concurrency=2)
     return actor.remote(env_spec)
 
 
@@ -207,6 +209,19 @@ def _read_requests(q):
     q.put(None)
 
 
+def _cancel(rid, waiting, running):
+    """The caller no longer wants run `rid`: drop it from the queue, or have its slot end it (its
+    answer then comes and is not read)."""
+    for i, req in enumerate(waiting):
+        if req["id"] == rid:
+            del waiting[i]
+            return
+    for req_id, slot in running.values():
+        if req_id == rid:
+            slot.cancel.remote(rid)
+            return
+
+
 def serve(ray, slots, env_spec):
     """Dispatch requests to idle slots and report results as they finish."""
     requests = queue.Queue()
@@ -225,10 +240,12 @@ def serve(ray, slots, env_spec):
                 waiting.clear()  # nobody is left to read their results
             elif req.get("op") in ("eval", "script", "test"):
                 waiting.append(req)
+            elif req.get("op") == "cancel":
+                _cancel(req.get("id"), waiting, running)
             else:
                 _emit({"ev": "error", "id": req.get("id"),
                        "message": f"unknown op {req.get('op')!r}; expected 'eval', 'script', "
-                                  "'test' or 'shutdown'"})
+                                  "'test', 'cancel' or 'shutdown'"})
             try:
                 req = requests.get_nowait()
             except queue.Empty:

@@ -291,6 +291,8 @@ class Slot:
         # The node's id, not its IP: several nodes may share a machine (and an address).
         self.node = ray.get_runtime_context().get_node_id()[:12]
         self.workers = {}
+        # Ids of runs whose caller went away (`cancel`, from the actor's second thread).
+        self.cancelled = set()
         self._worker()
 
     def _worker(self, module=EVAL_WORKER):
@@ -335,6 +337,10 @@ class Slot:
         runner, in a private copy of the sample's files (`tree`: their tar archive, passed by
         value: every sample differs, so nothing is kept on the node)."""
         return self._in_worker(lambda: self._test(req, tree), TEST_RUNNER)
+
+    def cancel(self, rid):
+        """End run `rid` if it is running here (its watchdog kills it at its next look)."""
+        self.cancelled.add(rid)
 
     def _in_worker(self, run, module=EVAL_WORKER):
         last = None
@@ -425,6 +431,7 @@ class Slot:
         child = self._started(w, msg["id"])
         ended, violation, peak_kb, elapsed = self._supervise(w, msg["id"], child, baseline,
                                                              limits, workdir)
+        self.cancelled.discard(msg["id"])
         return {"exit_code": ended.get("exit_code"), "signal": ended.get("signal"),
                 "violation": violation, "peak_mb": peak_kb // 1024, "elapsed_s": elapsed,
                 "node": self.node}
@@ -465,8 +472,11 @@ class Slot:
                 used_kb = memory.used_kb()
                 peak_kb = max(peak_kb, used_kb)
                 violation = bounds.broken(time.monotonic() - start, used_kb)
+                if req["id"] in self.cancelled:
+                    violation = "cancelled"
                 if violation is not None:
                     break
+            self.cancelled.discard(req["id"])
             elapsed = time.monotonic() - start
             try:
                 os.killpg(proc.pid, signal.SIGKILL)  # the limit, or whatever it left behind
@@ -493,10 +503,9 @@ class Slot:
             if ev.get("ev") == "error" and ev.get("id") == rid:
                 raise WorkerGone(f"the worker refused the request: {ev.get('message')}")
 
-    @staticmethod
-    def _supervise(w, rid, child, baseline_kb, limits, workdir):
-        """Wait for the child's end, killing its group when it breaks a limit; the first broken
-        limit is the verdict (as supervise.rs decides it locally)."""
+    def _supervise(self, w, rid, child, baseline_kb, limits, workdir):
+        """Wait for the child's end, killing its group when it breaks a limit or is cancelled;
+        the first broken limit is the verdict (as supervise.rs decides it locally)."""
         start = time.monotonic()
         bounds = Bounds(limits, os.path.join(workdir, "output.log"))
         memory = MemoryWatch(w.host_pid, baseline_kb, bounds.memory_kb)
@@ -517,6 +526,8 @@ class Slot:
             used_kb = memory.used_kb()
             peak_kb = max(peak_kb, used_kb)
             violation = bounds.broken(time.monotonic() - start, used_kb)
+            if rid in self.cancelled:
+                violation = "cancelled"
             if violation is not None:
                 try:
                     os.killpg(child, signal.SIGKILL)

@@ -41,3 +41,24 @@ def test_without_a_hash_the_files_signature_decides(tmp_path, monkeypatch):
     assert subjects.get(str(tmp_path)) is a and len(puts) == 1
     (tmp_path / "more.py").write_text("Y = 2\n")
     assert subjects.get(str(tmp_path))[0] != a[0] and len(puts) == 2
+
+
+class _Slot:
+    """A slot actor's handle, as far as cancelling goes: `slot.cancel.remote(id)`."""
+
+    def __init__(self):
+        self.cancelled = []
+        self.cancel = types.SimpleNamespace(remote=self.cancelled.append)
+
+
+def test_a_cancelled_run_leaves_the_queue_or_is_ended_by_its_slot():
+    busy, idle = _Slot(), _Slot()
+    waiting = [{"id": "1", "op": "eval"}, {"id": "2", "op": "eval"}]
+    running = {"ref-a": ("0", busy)}
+    ray_driver._cancel("1", waiting, running)
+    assert [r["id"] for r in waiting] == ["2"] and busy.cancelled == []
+    ray_driver._cancel("0", waiting, running)
+    assert busy.cancelled == ["0"] and len(waiting) == 1
+    # A run that already ended (its answer on the way) or was never asked for: nothing to do.
+    ray_driver._cancel("9", waiting, running)
+    assert busy.cancelled == ["0"] and idle.cancelled == [] and len(waiting) == 1

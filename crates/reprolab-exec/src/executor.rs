@@ -44,8 +44,8 @@ pub struct EvalRequest {
 
 /// Runs evaluations. Every failure of the subject or of the machinery is a [`Finished`] with
 /// its outcome (`infra` for the executor's own), never an error: a caller always gets a result
-/// to record. Cancelling is dropping the future: the result is discarded (the local executor
-/// lets an evaluation that already started run to its end under its limits).
+/// to record. Cancelling is dropping the future: a queued evaluation never starts, a started
+/// one has its processes killed, and nothing is recorded.
 #[async_trait]
 pub trait Executor: Send + Sync {
     /// Run one evaluation (queued behind others when all slots are busy).

@@ -1,6 +1,7 @@
 //! A pool of warm workers fed from one queue. Workers start eagerly (their torch imports overlap)
 //! and a worker that dies or hangs is replaced; an evaluation it was running is retried once.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -179,36 +180,66 @@ async fn serve(
         let n = counter.fetch_add(1, Ordering::Relaxed);
         let id = format!("e{n}");
         let workdir = scratch.join(&id);
+        // A caller that went away cancels its run: skipped while queued, its child ended if it
+        // started (`reply.closed()`), so that the worker is free for what is still wanted.
         match queued {
-            Queued::Eval { job, reply } => {
+            Queued::Eval { job, mut reply } => {
+                if reply.is_closed() {
+                    continue;
+                }
                 let task = Task::Eval(&job);
-                let finished =
-                    match run_with_retry(&env, &scratch, &mut worker, &task, &id, &workdir).await {
-                        Ok(Done::Eval(f)) => f,
-                        Ok(Done::Script(_)) => {
-                            unreachable!("an evaluation answers with its result")
-                        }
-                        Err(Failed::KilledWorker(tries, message)) => {
-                            killed_its_worker(tries, &message)
-                        }
-                        Err(Failed::Infra(message)) => infra(message),
-                    };
+                let result = run_with_retry(
+                    &env,
+                    &scratch,
+                    &mut worker,
+                    &task,
+                    &id,
+                    &workdir,
+                    reply.closed(),
+                )
+                .await;
+                let finished = match result {
+                    Ok(Done::Eval(f)) => Some(f),
+                    Ok(Done::Script(_)) => unreachable!("an evaluation answers with its result"),
+                    Err(Failed::KilledWorker(tries, message)) => {
+                        Some(killed_its_worker(tries, &message))
+                    }
+                    Err(Failed::Infra(message)) => Some(infra(message)),
+                    Err(Failed::Cancelled) => None,
+                };
                 let _ = std::fs::remove_dir_all(&workdir);
-                let _ = reply.send(finished);
+                if let Some(finished) = finished {
+                    let _ = reply.send(finished);
+                }
             }
-            Queued::Script { job, reply } => {
+            Queued::Script { job, mut reply } => {
+                if reply.is_closed() {
+                    continue;
+                }
                 let task = Task::Script(&job);
-                let run =
-                    match run_with_retry(&env, &scratch, &mut worker, &task, &id, &workdir).await {
-                        Ok(Done::Script(forked)) => Ok(script_run(forked, &workdir, &job.keep)),
-                        Ok(Done::Eval(_)) => unreachable!("a script run answers with its process"),
-                        Err(Failed::KilledWorker(tries, message)) => {
-                            Err(ScriptFailure::KilledWorker { tries, message })
-                        }
-                        Err(Failed::Infra(message)) => Err(ScriptFailure::Infra(message)),
-                    };
+                let result = run_with_retry(
+                    &env,
+                    &scratch,
+                    &mut worker,
+                    &task,
+                    &id,
+                    &workdir,
+                    reply.closed(),
+                )
+                .await;
+                let run = match result {
+                    Ok(Done::Script(forked)) => Some(Ok(script_run(forked, &workdir, &job.keep))),
+                    Ok(Done::Eval(_)) => unreachable!("a script run answers with its process"),
+                    Err(Failed::KilledWorker(tries, message)) => {
+                        Some(Err(ScriptFailure::KilledWorker { tries, message }))
+                    }
+                    Err(Failed::Infra(message)) => Some(Err(ScriptFailure::Infra(message))),
+                    Err(Failed::Cancelled) => None,
+                };
                 let _ = std::fs::remove_dir_all(&workdir);
-                let _ = reply.send(run);
+                if let Some(run) = run {
+                    let _ = reply.send(run);
+                }
             }
         }
     }
@@ -232,6 +263,8 @@ enum Failed {
     /// The worker died during the task on each of this many tries.
     KilledWorker(usize, String),
     Infra(String),
+    /// The caller went away while it ran.
+    Cancelled,
 }
 
 /// Where a script run's files go in its work directory.
@@ -275,8 +308,10 @@ async fn run_with_retry(
     task: &Task<'_>,
     id: &str,
     workdir: &Path,
+    cancel: impl Future<Output = ()>,
 ) -> Result<Done, Failed> {
     const TRIES: usize = 2;
+    tokio::pin!(cancel);
     let mut last_error = String::new();
     let mut died_during = 0;
     for _attempt in 0..TRIES {
@@ -317,7 +352,7 @@ async fn run_with_retry(
                     limits: &job.limits,
                     prune: job.prune.as_ref(),
                 };
-                w.run(&req, workdir).await.map(Done::Eval)
+                w.run(&req, workdir, cancel.as_mut()).await.map(Done::Eval)
             }
             Task::Script(job) => w
                 .run_script(
@@ -328,6 +363,7 @@ async fn run_with_retry(
                     &job.paths,
                     &job.limits,
                     workdir,
+                    cancel.as_mut(),
                 )
                 .await
                 .map(Done::Script),
@@ -338,6 +374,12 @@ async fn run_with_retry(
                     *worker = None;
                 }
                 return Ok(done);
+            }
+            Err(ForkError::Cancelled) => {
+                if !w.alive() {
+                    *worker = None;
+                }
+                return Err(Failed::Cancelled);
             }
             Err(e) => {
                 tracing::warn!("worker failed, replacing it: {e}");

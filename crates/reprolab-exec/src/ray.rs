@@ -25,7 +25,7 @@ use reprolab_core::manifest::{Entry, Limits};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::env::PythonEnv;
 use crate::executor::{EvalRequest, Executor};
@@ -136,7 +136,10 @@ struct Pending {
 
 pub struct RayExecutor {
     pub cluster: Cluster,
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    /// Lines for the driver, written in order by [`write_lines`]; `None` once shut down. A
+    /// channel rather than the pipe itself, so that a dropped evaluation can still say so.
+    requests: Mutex<Option<mpsc::UnboundedSender<String>>>,
+    writer: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     child: tokio::sync::Mutex<Child>,
     pending: Arc<Mutex<Pending>>,
     next_id: AtomicU64,
@@ -207,9 +210,11 @@ impl RayExecutor {
             p.waiting.clear();
         });
         tracing::info!(?cluster, "Ray backend ready");
+        let (requests, lines) = mpsc::unbounded_channel();
         Ok(RayExecutor {
             cluster,
-            stdin: tokio::sync::Mutex::new(Some(stdin)),
+            requests: Mutex::new(Some(requests)),
+            writer: tokio::sync::Mutex::new(Some(tokio::spawn(write_lines(stdin, lines)))),
             child: tokio::sync::Mutex::new(child),
             pending,
             next_id: AtomicU64::new(0),
@@ -224,8 +229,17 @@ impl RayExecutor {
         why.unwrap_or_else(|| "the Ray driver stopped answering".into())
     }
 
+    /// Queue one line for the driver; false once shut down.
+    fn send(&self, msg: &Value) -> bool {
+        match self.requests.lock().unwrap().as_ref() {
+            Some(tx) => tx.send(format!("{msg}\n")).is_ok(),
+            None => false,
+        }
+    }
+
     /// Send `msg` (given a fresh id) to the driver and wait for its `done` event; `Err` says
-    /// why none will come.
+    /// why none will come. Dropping the future cancels the run: the driver drops it from its
+    /// queue, or has its slot end it.
     async fn ask(&self, mut msg: Value) -> Result<Value, String> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
         msg["id"] = json!(id);
@@ -238,15 +252,17 @@ impl RayExecutor {
             }
             p.waiting.insert(id.clone(), tx);
         }
-        let sent = match self.stdin.lock().await.as_mut() {
-            Some(stdin) => stdin.write_all(format!("{msg}\n").as_bytes()).await,
-            None => Err(std::io::Error::other("the Ray backend was shut down")),
-        };
-        if sent.is_err() {
+        if !self.send(&msg) {
             self.pending.lock().unwrap().waiting.remove(&id);
             return Err(self.gone());
         }
-        rx.await.map_err(|_| self.gone())
+        let mut asked = Asked {
+            executor: self,
+            id: Some(id),
+        };
+        let answer = rx.await.map_err(|_| self.gone());
+        asked.id = None;
+        answer
     }
 
     /// [`ask`](Self::ask) for a run in a slot's worker: the cluster's failure and a worker
@@ -410,9 +426,12 @@ impl Executor for RayExecutor {
     }
 
     async fn shutdown(&self) {
-        if let Some(mut stdin) = self.stdin.lock().await.take() {
-            let _ = stdin.write_all(b"{\"op\":\"shutdown\"}\n").await;
-            let _ = stdin.flush().await;
+        if let Some(requests) = self.requests.lock().unwrap().take() {
+            let _ = requests.send("{\"op\":\"shutdown\"}\n".into());
+        }
+        // The writer ends with the channel, after the lines already queued, closing the pipe.
+        if let Some(writer) = self.writer.lock().await.take() {
+            let _ = writer.await;
         }
         let mut child = self.child.lock().await;
         if tokio::time::timeout(SHUTDOWN, child.wait()).await.is_err() {
@@ -428,6 +447,32 @@ impl Drop for RayExecutor {
             && matches!(child.try_wait(), Ok(None))
         {
             kill_tree(&mut child);
+        }
+    }
+}
+
+/// A run the driver was asked for and has not answered: dropped unanswered, it is cancelled.
+struct Asked<'a> {
+    executor: &'a RayExecutor,
+    /// `None` once answered.
+    id: Option<String>,
+}
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.executor.pending.lock().unwrap().waiting.remove(&id);
+            self.executor.send(&json!({"op": "cancel", "id": id}));
+        }
+    }
+}
+
+/// Write `lines` to the driver in order until the channel closes (then the pipe closes too)
+/// or the driver stops reading.
+async fn write_lines(mut stdin: ChildStdin, mut lines: mpsc::UnboundedReceiver<String>) {
+    while let Some(line) = lines.recv().await {
+        if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+            break;
         }
     }
 }

@@ -166,6 +166,7 @@ pub async fn run_confined(
         .spawn()
         .map_err(|e| format!("cannot start {:?}: {e}", argv))?;
     let tree = Tree::whole(child.id().unwrap_or(0) as i32);
+    let mut on_cancel = KillOnDrop(Some(tree));
     let sup = supervise(tree, limits, &output, child.wait(), Duration::from_secs(10)).await;
     let exit = match sup.done {
         Some(Ok(status)) => Exit {
@@ -174,6 +175,7 @@ pub async fn run_confined(
         },
         _ => Exit::default(),
     };
+    on_cancel.0 = None;
     let _ = tokio::task::spawn_blocking(move || tree.kill()).await;
     Ok(Confined {
         exit,
@@ -182,6 +184,19 @@ pub async fn run_confined(
         duration_s: sup.elapsed.as_secs_f64(),
         output,
     })
+}
+
+/// Kills a run's process tree when its future is dropped (the caller cancelled it), so that
+/// nothing it started runs on; disarmed (`None`) once the run has ended. `kill_on_drop` ends
+/// the root, and with it a PID namespace; this ends the rest where there is none.
+struct KillOnDrop(Option<Tree>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(tree) = self.0.take() {
+            tree.kill();
+        }
+    }
 }
 
 #[cfg(test)]

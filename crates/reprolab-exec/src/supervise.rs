@@ -30,6 +30,8 @@ pub struct Supervised<T> {
     pub violation: Option<Violation>,
     pub peak_mb: u64,
     pub elapsed: Duration,
+    /// Ended by [`supervise_until`]'s `cancel` (the tree was killed; no limit was broken).
+    pub cancelled: bool,
 }
 
 /// Wait for `done` while enforcing `limits` on the process tree `tree`, whose combined output
@@ -43,6 +45,27 @@ pub async fn supervise<T>(
     done: impl Future<Output = T>,
     stuck_after: Duration,
 ) -> Supervised<T> {
+    supervise_until(
+        tree,
+        limits,
+        output,
+        done,
+        stuck_after,
+        std::future::pending(),
+    )
+    .await
+}
+
+/// [`supervise`], and when `cancel` resolves first (its caller is gone) the tree is ended as
+/// for a broken limit, so that a cancelled evaluation stops using its slot at once.
+pub async fn supervise_until<T>(
+    tree: Tree,
+    limits: &Limits,
+    output: &Path,
+    done: impl Future<Output = T>,
+    stuck_after: Duration,
+    cancel: impl Future<Output = ()>,
+) -> Supervised<T> {
     let start = Instant::now();
     let timeout = Duration::from_secs_f64(limits.timeout_s);
     let output_cap = limits.output_mb.saturating_mul(1024 * 1024);
@@ -53,26 +76,29 @@ pub async fn supervise<T>(
     // nor any other evaluation's watchdog.
     let mut measuring: Option<tokio::task::JoinHandle<u64>> = None;
     tokio::pin!(done);
+    tokio::pin!(cancel);
+    // `None`: cancelled.
     let violation = loop {
         tokio::select! {
             v = &mut done => {
                 if let Some(h) = measuring.take() {
                     h.abort();
                 }
-                return Supervised { done: Some(v), violation: None, peak_mb: peak, elapsed: start.elapsed() };
+                return Supervised { done: Some(v), violation: None, peak_mb: peak, elapsed: start.elapsed(), cancelled: false };
             }
+            () = &mut cancel => break None,
             _ = tokio::time::sleep(POLL) => {
                 if start.elapsed() > timeout {
-                    break Violation::Timeout;
+                    break Some(Violation::Timeout);
                 }
                 if std::fs::metadata(output).is_ok_and(|m| m.len() > output_cap) {
-                    break Violation::Output;
+                    break Some(Violation::Output);
                 }
                 if measuring.as_ref().is_some_and(|h| h.is_finished()) {
                     let mb = measuring.take().expect("checked").await.unwrap_or(0);
                     peak = peak.max(mb);
                     if mb > limits.memory_mb {
-                        break Violation::Memory;
+                        break Some(Violation::Memory);
                     }
                 }
                 if measuring.is_none() {
@@ -88,7 +114,7 @@ pub async fn supervise<T>(
     tracing::debug!(
         root = tree.root,
         ?violation,
-        "limit exceeded; terminating the evaluation's processes"
+        "limit exceeded or cancelled; terminating the evaluation's processes"
     );
     tree.signal(libc::SIGTERM);
     let done_value = match tokio::time::timeout(GRACE, &mut done).await {
@@ -100,8 +126,66 @@ pub async fn supervise<T>(
     };
     Supervised {
         done: done_value,
-        violation: Some(violation),
+        violation,
         peak_mb: peak,
         elapsed: start.elapsed(),
+        cancelled: violation.is_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_cancelled_run_is_ended_at_once_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = dir.path().join("output.log");
+        let mut child = tokio::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let pid = child.id().unwrap() as i32;
+        let limits = Limits {
+            timeout_s: 120.0,
+            memory_mb: 4096,
+            output_mb: 4,
+        };
+        let sup = supervise_until(
+            Tree::whole(pid),
+            &limits,
+            &output,
+            child.wait(),
+            Duration::from_secs(10),
+            tokio::time::sleep(Duration::from_millis(300)),
+        )
+        .await;
+        assert!(sup.cancelled && sup.violation.is_none());
+        // Ended by a signal, not by its own end 60 s later: the cancelled run freed its slot.
+        let status = sup.done.expect("it ended within the grace period").unwrap();
+        assert!(status.code().is_none(), "{status:?}");
+    }
+
+    #[tokio::test]
+    async fn a_run_that_ends_first_is_not_cancelled() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = tokio::process::Command::new("true").spawn().unwrap();
+        let pid = child.id().unwrap() as i32;
+        let limits = Limits {
+            timeout_s: 120.0,
+            memory_mb: 4096,
+            output_mb: 4,
+        };
+        let sup = supervise_until(
+            Tree::whole(pid),
+            &limits,
+            &dir.path().join("output.log"),
+            child.wait(),
+            Duration::from_secs(10),
+            tokio::time::sleep(Duration::from_secs(60)),
+        )
+        .await;
+        assert!(!sup.cancelled && sup.violation.is_none());
+        assert!(sup.done.unwrap().unwrap().success());
     }
 }

@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -17,7 +18,7 @@ use crate::env::PythonEnv;
 use crate::proctree::Tree;
 use crate::result::{Exit, Finished, interpret};
 use crate::sandbox;
-use crate::supervise::{Violation, supervise};
+use crate::supervise::{Violation, supervise_until};
 use reprolab_core::Outcome;
 use reprolab_core::manifest::{Framework, KerasBackend, Limits};
 
@@ -109,6 +110,9 @@ pub enum ForkError {
     /// signal its parent), so a caller that sees this twice for the same code blames the code.
     #[error("{0}")]
     DiedDuring(String),
+    /// Its caller went away: the child was killed; the worker is fine (or was replaced).
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// What the watchdog saw of one forked child (see [`Worker::run_forked`]).
@@ -274,6 +278,20 @@ impl Worker {
         limits: &Limits,
         output: &Path,
     ) -> Result<Forked, ForkError> {
+        self.run_forked_until(msg, id, limits, output, std::future::pending())
+            .await
+    }
+
+    /// [`run_forked`](Self::run_forked), ending the child when `cancel` resolves first
+    /// ([`ForkError::Cancelled`]).
+    pub async fn run_forked_until(
+        &mut self,
+        msg: &Value,
+        id: &str,
+        limits: &Limits,
+        output: &Path,
+        cancel: impl Future<Output = ()>,
+    ) -> Result<Forked, ForkError> {
         // The child starts as a copy of the worker: the bound is on what the evaluation adds to
         // the worker's tree, over the worker's own PSS measured while it was idle.
         let baseline_kb = match self.baseline {
@@ -317,10 +335,25 @@ impl Worker {
             }
         }
         let id_owned = id.to_string();
-        let sup = supervise(tree, limits, output, self.wait_done(&id_owned), STUCK).await;
+        let sup = supervise_until(
+            tree,
+            limits,
+            output,
+            self.wait_done(&id_owned),
+            STUCK,
+            cancel,
+        )
+        .await;
         // The worker sweeps its children itself; this catches what it could not (a worker that
         // is not a subreaper, or one that died).
         let _ = tokio::task::spawn_blocking(move || tree.kill()).await;
+        if sup.cancelled {
+            // A worker that did not report its killed child is out of step: replace it.
+            if !matches!(sup.done, Some(Some(_))) {
+                self.kill().await;
+            }
+            return Err(ForkError::Cancelled);
+        }
         let exit = match sup.done {
             Some(Some(exit)) => Some(exit),
             Some(None) if sup.violation.is_none() => {
@@ -346,7 +379,13 @@ impl Worker {
     /// Run one evaluation in `workdir`. `Err` means the worker itself is broken and must be
     /// replaced (the evaluation may be retried on a fresh worker); the result of a subject that
     /// broke a limit is always `Ok`.
-    pub async fn run(&mut self, req: &Request<'_>, workdir: &Path) -> Result<Finished, ForkError> {
+    /// `cancel`: see [`run_forked_until`](Self::run_forked_until).
+    pub async fn run(
+        &mut self,
+        req: &Request<'_>,
+        workdir: &Path,
+        cancel: impl Future<Output = ()>,
+    ) -> Result<Finished, ForkError> {
         let msg = json!({
             "op": "eval", "id": req.id, "subject_dir": req.subject_dir, "entry": req.entry,
             "config": req.config, "seed": req.seed, "mode": req.mode, "workdir": workdir,
@@ -357,7 +396,13 @@ impl Worker {
             self.keras = Some(req.backend);
         }
         let forked = self
-            .run_forked(&msg, req.id, req.limits, &workdir.join("output.log"))
+            .run_forked_until(
+                &msg,
+                req.id,
+                req.limits,
+                &workdir.join("output.log"),
+                cancel,
+            )
             .await?;
         let (outcome, epochs, output_tail) = interpret(
             workdir,
@@ -387,12 +432,13 @@ impl Worker {
         paths: &[PathBuf],
         limits: &Limits,
         workdir: &Path,
+        cancel: impl Future<Output = ()>,
     ) -> Result<Forked, ForkError> {
         let msg = json!({
             "op": "script", "id": id, "script": script, "seed": seed, "out": out,
             "paths": paths, "workdir": workdir,
         });
-        self.run_forked(&msg, id, limits, &workdir.join("output.log"))
+        self.run_forked_until(&msg, id, limits, &workdir.join("output.log"), cancel)
             .await
     }
 

@@ -604,6 +604,84 @@ fn paper_probes_and_smoke_runs_run_on_ray_nodes_with_the_local_verdicts() {
     assert_eq!(round["smoke"]["ok"], true, "{round}");
 }
 
+/// Dropping an evaluation's future cancels it: its slot kills the training at once, and the
+/// slot then runs the next evaluation. (No command drops evaluations it still wants, so this
+/// drives the executor itself.)
+#[test]
+fn a_dropped_evaluation_is_ended_on_its_slot_which_goes_on() {
+    let Some((cluster, _turn)) = cluster() else {
+        return;
+    };
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(cancel_on_a_slot(&cluster.address));
+}
+
+async fn cancel_on_a_slot(address: &str) {
+    use reprolab_exec::{EvalRequest, Executor, Mode, RayExecutor, RayOptions};
+    let env = reprolab_exec::env::ensure(&Default::default(), &|m| eprintln!("{m}")).unwrap();
+    let ray = RayExecutor::start(
+        &env,
+        &RayOptions {
+            address: Some(address.to_string()),
+            slots: Some(1),
+        },
+    )
+    .await
+    .unwrap();
+    let subject = tempfile::tempdir().unwrap();
+    std::fs::write(
+        subject.path().join("train.py"),
+        "import subprocess\n\ndef train(config, seed):\n    if config['tag']:\n        subprocess.run(['sh', '-c', 'sleep 120; :', config['tag']])\n    return {'search': 0.5, 'holdout': 0.5}\n",
+    )
+    .unwrap();
+    let request = |tag: &str| EvalRequest {
+        subject_dir: subject.path().to_path_buf(),
+        source_hash: format!("cancel-test-{}", std::process::id()),
+        entry: reprolab_core::manifest::Entry::Callable {
+            file: "train.py".into(),
+            function: "train".into(),
+        },
+        framework: reprolab_core::manifest::Framework::Pytorch,
+        backend: Default::default(),
+        config: json!({ "tag": tag }),
+        seed: 0,
+        mode: Mode::Eval,
+        limits: reprolab_core::manifest::Limits {
+            timeout_s: 300.0,
+            memory_mb: 4096,
+            output_mb: 4,
+        },
+        prune: None,
+    };
+    let tag = format!("ray-cancel-{}", std::process::id());
+    let ray = std::sync::Arc::new(ray);
+    let first = tokio::spawn({
+        let (ray, request) = (ray.clone(), request(&tag));
+        async move { ray.run(request).await }
+    });
+    let waited = Instant::now();
+    while tagged(&tag).is_empty() {
+        assert!(
+            waited.elapsed() < Duration::from_secs(180),
+            "it never started"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    first.abort();
+    let waited = Instant::now();
+    while !tagged(&tag).is_empty() {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "the cancelled evaluation still runs on its slot"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let next = ray.run(request("")).await;
+    assert!(next.outcome.is_ok(), "{:?}", next.outcome);
+    ray.shutdown().await;
+}
+
 #[test]
 fn codegen_run_judges_every_kind_of_answer_on_ray_as_locally() {
     let Some((cluster, _turn)) = cluster() else {
