@@ -178,7 +178,7 @@ impl RayExecutor {
         if ready["ev"] != "ready" {
             let _ = child.wait().await;
             return Err(match ready["message"].as_str() {
-                Some(m) => RayError::Refused(m.to_string()),
+                Some(m) => RayError::Refused(with_auth_hint(m, &tail_text(&stderr_tail))),
                 None => RayError::Died(tail_text(&stderr_tail)),
             });
         }
@@ -498,6 +498,19 @@ fn violation_of(ev: &Value) -> Option<Violation> {
     }
 }
 
+/// `message`, and what to do when Ray's own log (`stderr`) says the cluster refused this
+/// process's token: Ray itself only says that it failed to connect.
+fn with_auth_hint(message: &str, stderr: &str) -> String {
+    if !stderr.contains("InvalidAuthToken") {
+        return message.to_string();
+    }
+    format!(
+        "{message}\nthe cluster refused the authentication token (it has none, or another): \
+         set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH) to the cluster's \
+         token, as for Ray's own commands"
+    )
+}
+
 fn kill_tree(child: &mut Child) {
     if let Some(pid) = child.id() {
         sandbox::kill_group(pid as i32, libc::SIGKILL);
@@ -535,6 +548,16 @@ fn driver_env(cmd: &mut tokio::process::Command, env: &PythonEnv) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_token_is_named_with_the_remedy() {
+        let log = "gcs_client.cc:210: Failed to get cluster ID from GCS server: Unauthenticated: \
+                   RPC error: InvalidAuthToken: Authentication token is missing or incorrect";
+        let told = with_auth_hint("cannot connect to h:1: ConnectionError: Failed", log);
+        assert!(told.starts_with("cannot connect to h:1") && told.contains("RAY_AUTH_TOKEN"));
+        let other = with_auth_hint("cannot connect", "Connection refused");
+        assert_eq!(other, "cannot connect");
+    }
 
     #[test]
     fn a_local_head_gets_cpus_and_a_temp_dir_an_address_does_not() {

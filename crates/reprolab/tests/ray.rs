@@ -66,23 +66,11 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn start_cluster() -> Result<Cluster, String> {
-    let ray = ray_command()?;
-    let dir = tempfile::Builder::new()
-        .prefix("rt")
-        .tempdir()
-        .map_err(|e| e.to_string())?;
+/// Start a one-CPU head on loopback for the test run, with `auth` (`RAY_AUTH_MODE` and, for
+/// `token`, `RAY_AUTH_TOKEN`) in its environment; its address.
+fn start_head(ray: &Path, dir: &Path, auth: &[(&str, &str)]) -> Result<String, String> {
     let address = format!("127.0.0.1:{}", free_port());
-    let common = |cmd: &mut Command| {
-        cmd.env("RAY_AUTH_MODE", "disabled")
-            .env("RAY_USAGE_STATS_ENABLED", "0")
-            .env(CLUSTER_SECRET.0, CLUSTER_SECRET.1)
-            .env_remove("RAY_ADDRESS")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-    };
-    let mut head = Command::new(&ray);
+    let mut head = Command::new(ray);
     head.args(["start", "--head", "--block", "--node-ip-address=127.0.0.1"])
         .arg(format!("--port={}", address.rsplit(':').next().unwrap()))
         .args([
@@ -90,9 +78,32 @@ fn start_cluster() -> Result<Cluster, String> {
             "--include-dashboard=false",
             "--disable-usage-stats",
         ])
-        .arg(format!("--temp-dir={}", dir.path().display()));
-    common(&mut head);
+        .arg(format!("--temp-dir={}", dir.display()))
+        .envs(auth.iter().copied());
+    cluster_env(&mut head);
     spawn_for_the_test_run(head, "Ray runtime started")?;
+    Ok(address)
+}
+
+/// What every process of a test cluster gets: no usage statistics, a secret that subject code
+/// must not see, no address of another cluster, output read for readiness.
+fn cluster_env(cmd: &mut Command) {
+    cmd.env("RAY_USAGE_STATS_ENABLED", "0")
+        .env(CLUSTER_SECRET.0, CLUSTER_SECRET.1)
+        .env_remove("RAY_ADDRESS")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+}
+
+fn start_cluster() -> Result<Cluster, String> {
+    let ray = ray_command()?;
+    let dir = tempfile::Builder::new()
+        .prefix("rt")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let no_auth = [("RAY_AUTH_MODE", "disabled")];
+    let address = start_head(&ray, dir.path(), &no_auth)?;
     let mut node = Command::new(&ray);
     node.args([
         "start",
@@ -100,8 +111,9 @@ fn start_cluster() -> Result<Cluster, String> {
         "--node-ip-address=127.0.0.1",
         "--num-cpus=1",
     ])
-    .arg(format!("--address={address}"));
-    common(&mut node);
+    .arg(format!("--address={address}"))
+    .envs(no_auth);
+    cluster_env(&mut node);
     spawn_for_the_test_run(node, "Ray runtime started")?;
     Ok(Cluster { address, _dir: dir })
 }
@@ -680,6 +692,53 @@ async fn cancel_on_a_slot(address: &str) {
     let next = ray.run(request("")).await;
     assert!(next.outcome.is_ok(), "{:?}", next.outcome);
     ray.shutdown().await;
+}
+
+#[test]
+fn a_cluster_with_token_auth_admits_its_token_which_subject_code_never_sees() {
+    let Some((_shared, _turn)) = cluster() else {
+        return;
+    };
+    let ray = ray_command().unwrap();
+    let dir = tempfile::Builder::new().prefix("rt").tempdir().unwrap();
+    let token = format!(
+        "{:032x}",
+        u128::from(std::process::id()) * 0x9e37_79b9_7f4a_7c15
+    );
+    let address = start_head(
+        &ray,
+        dir.path(),
+        &[("RAY_AUTH_MODE", "token"), ("RAY_AUTH_TOKEN", &token)],
+    )
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config_file(tmp.path(), "c.json", json!({ "behavior": "secrets" }));
+    let eval = |token: Option<&str>| {
+        let mut cmd = reprolab(tmp.path());
+        cmd.args(["--json", "eval", "--runs", "1", "--no-cache", "--config"])
+            .arg(&cfg)
+            .arg(fixture("outcomes"))
+            .args(["--backend", "ray", "--ray-address", &address])
+            .env("RAY_AUTH_MODE", "token");
+        match token {
+            Some(t) => cmd.env("RAY_AUTH_TOKEN", t),
+            None => cmd.env_remove("RAY_AUTH_TOKEN"),
+        };
+        run(&mut cmd)
+    };
+    // The token reaches the driver (RAY_* variables do), not the subject: it counts the
+    // variables named like credentials that it can see.
+    let out = eval(Some(&token));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v = json(&out);
+    assert_eq!(v["runs"][0]["outcome"]["search"], 0.0, "{v}");
+    let refused = eval(None);
+    assert_eq!(refused.status.code(), Some(3), "{refused:?}");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains(&address) && said.contains("RAY_AUTH_TOKEN"),
+        "{said}"
+    );
 }
 
 #[test]
