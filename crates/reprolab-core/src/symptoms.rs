@@ -139,6 +139,16 @@ pub enum SymptomKind {
     /// half: it stopped before it had learnt (a batch that is large for the dataset, too few
     /// epochs). Needs the records' `steps`. Not an AutoTrainer check.
     FewUpdates,
+    /// The loss fell in (nearly) every epoch, yet by less than 10% from the first epoch to the
+    /// last: the optimizer's steps are far too small (a weak optimizer, a tiny learning rate).
+    /// AutoTrainer's slow convergence read from the loss, so that it applies to regressions,
+    /// where [`NotConverging`](Self::NotConverging) has no accuracy to read.
+    CrawlingLoss,
+    /// A classification whose train (and validation) accuracy keeps one value over the second
+    /// half of the epochs while the loss no longer falls: the predictions stopped changing (a
+    /// constant predictor, e.g. a regression loss on a softmax output). Only [`detect_for`]
+    /// with a classification task looks for it.
+    StuckPredictions,
 }
 
 impl SymptomKind {
@@ -155,6 +165,8 @@ impl SymptomKind {
             SymptomKind::NotConverging => "not_converging",
             SymptomKind::StillImproving => "still_improving",
             SymptomKind::FewUpdates => "few_updates",
+            SymptomKind::CrawlingLoss => "crawling_loss",
+            SymptomKind::StuckPredictions => "stuck_predictions",
         }
     }
 }
@@ -434,6 +446,15 @@ pub fn detect_for(
     task: Task,
 ) -> Vec<Symptom> {
     let mut out = detect_named(records, th, name);
+    if let Some(why) = crawling_loss(records) {
+        out.push(Symptom::new(SymptomKind::CrawlingLoss, why));
+    }
+    if task == Task::Classification
+        && let Some(why) = stuck_predictions(records)
+    {
+        out.push(Symptom::new(SymptomKind::StuckPredictions, why));
+    }
+    out.sort_by_key(|s| s.kind);
     if task == Task::Regression
         && let Some((j, act, why)) = output_layer(records)
             .and_then(|(j, act)| bounded_output(records, &act).map(|why| (j, act, why)))
@@ -450,6 +471,80 @@ pub fn detect_for(
         out.sort_by_key(|s| s.kind);
     }
     out
+}
+
+/// The finite values of `f` over the records, in epoch order.
+fn finite(records: &[EpochRecord], f: fn(&EpochRecord) -> Option<f64>) -> Vec<f64> {
+    records
+        .iter()
+        .filter_map(f)
+        .filter(|x| x.is_finite())
+        .collect()
+}
+
+/// Why the loss crawls (see [`SymptomKind::CrawlingLoss`]): at least 5 epochs, the loss falling
+/// in at least 90% of the steps from one epoch to the next, and by less than 10% in all.
+pub fn crawling_loss(records: &[EpochRecord]) -> Option<String> {
+    let loss = finite(records, |r| r.loss);
+    let (&first, &last) = (loss.first()?, loss.last()?);
+    if loss.len() < 5 || first <= 0.0 {
+        return None;
+    }
+    let steps = loss.len() - 1;
+    let falls = loss.windows(2).filter(|w| w[1] < w[0]).count();
+    let fell = (first - last) / first;
+    (falls * 10 >= steps * 9 && (0.0..0.10).contains(&fell)).then(|| {
+        format!(
+            "the loss fell in {falls} of {steps} epochs but only {:.1}% in all ({} → {}): \
+             the optimizer's steps are too small",
+            100.0 * fell,
+            g(first),
+            g(last)
+        )
+    })
+}
+
+/// Why the predictions are stuck (see [`SymptomKind::StuckPredictions`]): over the last half of
+/// at least 6 epochs, the train accuracy stays within 1e-4 and below 0.999, the validation
+/// accuracy (when recorded) within 1e-4 too, and the loss falls by less than 1%.
+pub fn stuck_predictions(records: &[EpochRecord]) -> Option<String> {
+    if records.len() < 6 {
+        return None;
+    }
+    let tail = &records[records.len() / 2..];
+    let flat = |xs: &[f64]| {
+        let (lo, hi) = xs
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                (lo.min(*x), hi.max(*x))
+            });
+        hi - lo <= 1e-4
+    };
+    let acc = finite(tail, |r| r.acc);
+    let val = finite(tail, |r| r.val_acc);
+    let loss = finite(tail, |r| r.loss);
+    if acc.len() < tail.len() || !flat(&acc) || acc[0] >= 0.999 {
+        return None;
+    }
+    if !val.is_empty() && (val.len() < tail.len() || !flat(&val)) {
+        return None;
+    }
+    let (&l0, &l1) = (loss.first()?, loss.last()?);
+    if l0 <= 0.0 || (l0 - l1) / l0 >= 0.01 {
+        return None;
+    }
+    let val = val
+        .first()
+        .map(|v| format!(", validation {}", g(*v)))
+        .unwrap_or_default();
+    Some(format!(
+        "train accuracy {} in each of the last {} epochs{val}, loss {} → {}: the predictions \
+         no longer change",
+        g(acc[0]),
+        tail.len(),
+        g(l0),
+        g(l1)
+    ))
 }
 
 /// Output activations whose values lie in [-1, 1].
@@ -652,6 +747,76 @@ mod tests {
 
     fn kinds(r: &[EpochRecord]) -> Vec<SymptomKind> {
         detect(r).into_iter().map(|s| s.kind).collect()
+    }
+
+    fn for_task(r: &[EpochRecord], task: Task) -> Vec<SymptomKind> {
+        detect_for(r, &Thresholds::default(), &|j, _| j.to_string(), task)
+            .into_iter()
+            .map(|s| s.kind)
+            .collect()
+    }
+
+    #[test]
+    fn a_loss_that_falls_every_epoch_by_a_little_crawls() {
+        // H9's trace (adadelta at lr 0.001 on an unscaled regression target): 233.40 -> 230.14
+        // over 20 epochs, falling in every one.
+        let crawl: Vec<f64> = (0..20).map(|i| 233.4023 - 0.1717 * i as f64).collect();
+        assert_eq!(
+            for_task(&records(&crawl, None), Task::Regression),
+            vec![SymptomKind::CrawlingLoss]
+        );
+        let e = crawling_loss(&records(&crawl, None)).unwrap();
+        assert!(
+            e.starts_with("the loss fell in 19 of 19 epochs but only 1.4% in all"),
+            "{e}"
+        );
+        // Near misses: a loss that fell by a third (it learns); a converged loss that wobbles
+        // around its floor; too few epochs to tell.
+        let learns: Vec<f64> = (0..20).map(|i| 1.0 - 0.018 * i as f64).collect();
+        assert!(crawling_loss(&records(&learns, None)).is_none());
+        let wobbles = [0.31, 0.30, 0.301, 0.299, 0.3005, 0.2995, 0.3001, 0.2999];
+        assert!(crawling_loss(&records(&wobbles, None)).is_none());
+        assert!(crawling_loss(&records(&crawl[..4], None)).is_none());
+    }
+
+    /// Epochs with these losses and train / validation accuracies.
+    fn with_acc(losses: &[f64], acc: &[f64], val_acc: &[f64]) -> Vec<EpochRecord> {
+        let epochs: Vec<Value> = (0..losses.len())
+            .map(|i| json!({"epoch": i, "loss": losses[i], "acc": acc[i], "val_acc": val_acc[i]}))
+            .collect();
+        parse_trace(&epochs)
+    }
+
+    #[test]
+    fn a_classifier_whose_accuracy_and_loss_stop_moving_is_stuck() {
+        // H8's trace (mean absolute error on a 2-unit softmax, 88/12 classes): the majority
+        // class from epoch 1 on.
+        let loss = [
+            0.326, 0.1406, 0.1278, 0.1256, 0.1248, 0.1244, 0.1242, 0.1241, 0.124, 0.124, 0.1239,
+            0.1239, 0.1239, 0.1238, 0.1238,
+        ];
+        let mut acc = [0.8762; 15];
+        acc[0] = 0.7791;
+        let val = [0.8766; 15];
+        let stuck = with_acc(&loss, &acc, &val);
+        assert_eq!(
+            for_task(&stuck, Task::Classification),
+            vec![SymptomKind::StuckPredictions]
+        );
+        let e = stuck_predictions(&stuck).unwrap();
+        assert!(
+            e.starts_with("train accuracy 0.8762 in each of the last 8 epochs, validation 0.8766"),
+            "{e}"
+        );
+        // Not for a regression; not when the accuracy still moves, is perfect, or the loss
+        // still falls by a percent or more.
+        assert!(for_task(&stuck, Task::Regression).is_empty());
+        let mut moving = acc;
+        moving[12] = 0.8771;
+        assert!(stuck_predictions(&with_acc(&loss, &moving, &val)).is_none());
+        assert!(stuck_predictions(&with_acc(&loss, &[1.0; 15], &[1.0; 15])).is_none());
+        let falling: Vec<f64> = (0..15).map(|i| 0.5 - 0.01 * i as f64).collect();
+        assert!(stuck_predictions(&with_acc(&falling, &acc, &val)).is_none());
     }
 
     #[test]

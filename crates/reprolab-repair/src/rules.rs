@@ -155,6 +155,9 @@ enum Step {
     /// The output layer's activation that the loss expects (softmax for a categorical
     /// cross-entropy, sigmoid for a binary one, linear for a regression loss).
     OutputForLoss,
+    /// The loss the output layer's activation expects (categorical cross-entropy for softmax,
+    /// binary for sigmoid): the other direction of [`Step::OutputForLoss`].
+    LossForOutput,
     /// A fix AutoTrainer applies that is no hyperparameter of a config.
     Unavailable(&'static str),
 }
@@ -179,6 +182,21 @@ fn steps(kind: SymptomKind) -> Vec<Step> {
         ],
         // Too few updates to learn: more of them per epoch, then more epochs.
         SymptomKind::FewUpdates => vec![BatchSize(32), EpochsTimes(4.0), EpochsTimes(2.0)],
+        // Steps far too small: AutoTrainer's slow-convergence fixes, a stronger optimizer first.
+        SymptomKind::CrawlingLoss => vec![
+            Optimizer("adam"),
+            LrTimes(10.0),
+            LrTimes(100.0),
+            Optimizer("rmsprop"),
+        ],
+        // Predictions that no longer change: a loss that does not fit the output (a constant
+        // predictor minimises it), then the output for the loss, then a livelier optimizer.
+        SymptomKind::StuckPredictions => vec![
+            LossForOutput,
+            OutputForLoss,
+            Optimizer("adam"),
+            LrTimes(10.0),
+        ],
         SymptomKind::VanishingGradient => vec![
             HiddenAct("selu"),
             HiddenAct("relu"),
@@ -304,10 +322,12 @@ pub enum Skip {
     NoBatchSize,
     #[error("epochs: the space has no number of epochs")]
     NoEpochs,
-    #[error("output activation: the space has no loss to read it from")]
+    #[error("loss: the space has no loss parameter")]
     NoLoss,
     #[error("output activation: no rule for the loss {0:?}")]
     UnknownLoss(String),
+    #[error("loss: no classification loss for the output activation {0:?}")]
+    NoLossFor(String),
     /// A batch size outside the parameter's domain.
     #[error("{param}={value}: not in {domain}")]
     NotIn {
@@ -483,6 +503,23 @@ fn resolve(step: &Step, space: &SearchSpace, config: &Config) -> Result<Fix, Ski
                 value: act.to_string(),
             })?;
             set_all(vec![out], act, "output activation")
+        }
+        Step::LossForOutput => {
+            let out = output_act(space).ok_or(Skip::NoParameter {
+                what: "output activation",
+                value: "its loss".to_string(),
+            })?;
+            let act = config
+                .get(&out.name)
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let loss = match act.to_ascii_lowercase().as_str() {
+                "softmax" => "categorical_crossentropy",
+                "sigmoid" => "binary_crossentropy",
+                _ => return Err(Skip::NoLossFor(act.to_string())),
+            };
+            let p = find(space, "loss", FaultType::LCH).ok_or(Skip::NoLoss)?;
+            set_all(vec![p], loss, "loss")
         }
         Step::Unavailable(what) => Err(Skip::Unavailable(what)),
     }

@@ -509,4 +509,43 @@ fn the_new_rules_set_the_output_for_the_loss_and_more_epochs() {
     let s = fixes(SymptomKind::FewUpdates, &space, &large);
     assert_eq!(values_of(&s, "batch_size"), vec![json!(32)]);
     assert_eq!(values_of(&s, "epochs"), vec![json!(27), json!(18)]);
+
+    // Stuck predictions under a regression loss on a softmax output (H8's fault): the loss the
+    // output expects first, then the output for the loss.
+    let mut stuck = faulty.clone();
+    stuck.insert("loss", json!("mean_squared_error"));
+    stuck.insert("act2", json!("softmax"));
+    let s = fixes(SymptomKind::StuckPredictions, &space, &stuck);
+    assert_eq!(
+        values_of(&s, "loss"),
+        vec![json!("categorical_crossentropy")]
+    );
+    assert_eq!(values_of(&s, "act2"), vec![json!("linear")]);
+    // A linear output has no classification loss of its own: skipped, with the reason.
+    let mut linear_out = stuck.clone();
+    linear_out.insert("act2", json!("linear"));
+    let s = fixes(SymptomKind::StuckPredictions, &space, &linear_out);
+    assert!(
+        s[0].as_ref()
+            .unwrap_err()
+            .to_string()
+            .contains("no classification loss"),
+        "{s:?}"
+    );
+    // A crawling loss: a stronger optimizer first, then a larger learning rate.
+    let mut adadelta = faulty.clone();
+    adadelta.insert("optimizer", json!("adadelta"));
+    adadelta.insert("lr", json!(0.001));
+    let s = fixes(SymptomKind::CrawlingLoss, &space, &adadelta);
+    assert!(
+        s[0].as_ref()
+            .unwrap()
+            .description
+            .starts_with("optimizer=adam"),
+        "{s:?}"
+    );
+    assert!(
+        s[1].as_ref().unwrap().description.starts_with("lr="),
+        "{s:?}"
+    );
 }
