@@ -150,9 +150,11 @@ fn keras_tensorflow_subject_evaluates_deterministically_traces_and_localizes() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("model (Keras): Dense(64, relu)"), "{text}");
+    assert!(text.contains("; backend tensorflow"), "{text}");
     let t: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
     let epochs = t["epochs"].as_array().unwrap();
     assert_eq!(epochs.len(), 10);
+    assert_eq!(epochs[0]["model"]["backend"], "tensorflow");
     for e in epochs {
         assert!(e["loss"].as_f64().unwrap().is_finite(), "{e}");
         assert_eq!(e["nan"], false);
@@ -235,6 +237,8 @@ fn keras_subject_evaluates_and_traces() {
         }
     }
     assert_eq!(epochs[0]["model"]["loss"], "categorical_crossentropy");
+    assert_eq!(epochs[0]["model"]["backend"], "torch");
+    assert!(text.contains("; backend torch"), "{text}");
     // A trace trains the model an evaluation trains (seed 0 both times).
     assert_eq!(t["outcome"]["search"], v["runs"][0]["outcome"]["search"]);
 }
