@@ -128,7 +128,8 @@ class ReprolabCallback(keras.callbacks.Callback):
 # --- architecture ------------------------------------------------------------------------------
 def architecture(model):
     """Layer types, units, activations and initialisers from `model.layers`; loss and optimizer
-    from `model.compile`, all in Keras' own names (the study's vocabulary)."""
+    from `model.compile`, all in Keras' own names (the study's vocabulary); and the backend Keras
+    trained it on ("torch" or "tensorflow")."""
     layers = []
     for layer in _leaf_layers(model):
         entry = {"name": layer.name, "kind": type(layer).__name__}
@@ -146,6 +147,7 @@ def architecture(model):
         layers.append(entry)
     optimizer = getattr(model, "optimizer", None)
     return {
+        "backend": keras.backend.backend(),
         "layers": layers,
         "loss": _loss_name(getattr(model, "loss", None)),
         "optimizer": None if optimizer is None else _snake(type(optimizer).__name__),

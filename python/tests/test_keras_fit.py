@@ -70,6 +70,7 @@ def test_trace_records_layers_and_architecture_without_changing_training(run_con
     np.testing.assert_array_equal(pred_eval, pred_trace)
 
     model = records[0]["model"]
+    assert model["backend"] == keras.backend.backend()
     assert model["loss"] == "categorical_crossentropy" and model["optimizer"] == "adam"
     assert model["layers"][0] == {"name": model["layers"][0]["name"], "kind": "Dense", "units": 8,
                                   "activation": "tanh", "kernel_initializer": "glorot_uniform",
@@ -85,3 +86,93 @@ def test_trace_records_layers_and_architecture_without_changing_training(run_con
         assert l["weight_norm"] > 0 and l["grad_norm"] > 0, l
         assert 0 <= l["grad_zero_frac"] <= 1 and l["mean_abs_out"] > 0, l
     assert layers[0]["saturated_frac"] is not None and layers[3]["dead_frac"] is not None
+
+
+# --- data that is not an array: a Python generator, a keras.utils.PyDataset, a tf.data pipeline --
+_ROWS, _BATCH = 96, 16
+
+
+def _data():
+    rng = np.random.default_rng(1)
+    x = rng.random((_ROWS, 6), dtype=np.float32)
+    return x, keras.utils.to_categorical((x.sum(axis=1) > 3).astype(int), 2)
+
+
+def _batches():
+    """A generator of (x, y) batches that never ends, as Keras users write one for fit (with
+    steps_per_epoch)."""
+    x, y = _data()
+    while True:
+        for i in range(0, _ROWS, _BATCH):
+            yield x[i:i + _BATCH], y[i:i + _BATCH]
+
+
+class _Batches(keras.utils.PyDataset):
+    """The same batches as a PyDataset (Keras may shuffle their order)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.x, self.y = _data()
+
+    def __len__(self):
+        return _ROWS // _BATCH
+
+    def __getitem__(self, i):
+        return self.x[i * _BATCH:(i + 1) * _BATCH], self.y[i * _BATCH:(i + 1) * _BATCH]
+
+
+def _tf_dataset():
+    tf = pytest.importorskip("tensorflow", reason="tf.data needs TensorFlow "
+                             "(`reprolab env --tensorflow`)")
+    return tf.data.Dataset.from_tensor_slices(_data()).batch(_BATCH)
+
+
+# name -> fit's keyword arguments (built afresh for each training)
+_INPUTS = {
+    "generator": lambda: {"x": _batches(), "steps_per_epoch": _ROWS // _BATCH},
+    "pydataset": lambda: {"x": _Batches(), "validation_data": _Batches()},
+    "tf.data": lambda: {"x": _tf_dataset()},
+}
+
+
+def _fit_records(ctx, tmp_path, mode, inputs):
+    """Train a small model on `inputs` for 3 epochs under reprolab's callback; its records and
+    predictions."""
+    path = tmp_path / "epochs.jsonl"
+    if path.exists():
+        path.unlink()
+    ctx(mode)
+    kwargs = _INPUTS[inputs]()
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(8, activation="relu"),
+                              keras.layers.Dense(2, activation="softmax")])
+    model.compile(optimizer="adam", loss="categorical_crossentropy", metrics=["accuracy"])
+    with keras_fit.patched_fit(mode):
+        model.fit(epochs=3, verbose=0, **kwargs)
+    return _records(path), model.predict(_data()[0], verbose=0)
+
+
+@pytest.mark.parametrize("inputs", list(_INPUTS))
+def test_fit_on_batches_that_are_not_arrays_is_recorded_and_traced(run_context, tmp_path, inputs):
+    evaluated, pred_eval = _fit_records(run_context, tmp_path, "eval", inputs)
+    traced, pred_trace = _fit_records(run_context, tmp_path, "trace", inputs)
+    assert [r["epoch"] for r in evaluated] == [0, 1, 2]
+    for r in evaluated:
+        assert np.isfinite(r["loss"]) and 0 <= r["acc"] <= 1 and r["nan"] is False, r
+        assert "layers" not in r and "steps" not in r
+    if inputs == "pydataset":
+        assert all(np.isfinite(r["val_loss"]) and "val_acc" in r for r in evaluated)
+    # A trace trains the model an evaluation trains, records the same metrics, and counts every
+    # batch of an epoch as one update (validation batches are not updates).
+    np.testing.assert_array_equal(pred_eval, pred_trace)
+    assert [r["loss"] for r in traced] == [r["loss"] for r in evaluated]
+    assert [r["steps"] for r in traced] == [_ROWS // _BATCH] * 3
+    assert traced[0]["model"]["backend"] == keras.backend.backend()
+    assert [l["kind"] for l in traced[0]["model"]["layers"]] == ["Dense", "Dense"]
+    for r in traced:
+        assert r["nan"] is False
+        # no array to take a fixed batch from: weight norms, but no gradients nor activations
+        assert [l["kind"] for l in r["layers"]] == ["Dense", "Dense"]
+        for l in r["layers"]:
+            assert l["weight_norm"] > 0 and l["grad_norm"] is None, l
+            assert l["mean_abs_out"] is None, l

@@ -85,6 +85,11 @@ impl LocalExecutor {
         })
     }
 
+    /// [`WorkerPool::worker_failures`] of the warm pool (0 before it starts).
+    pub fn worker_failures(&self) -> u64 {
+        self.pool.get().map_or(0, WorkerPool::worker_failures)
+    }
+
     async fn pool(&self) -> &WorkerPool {
         self.pool
             .get_or_init(|| async {

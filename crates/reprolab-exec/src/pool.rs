@@ -87,6 +87,8 @@ pub struct WorkerPool {
     tx: std::sync::Mutex<Option<mpsc::UnboundedSender<Queued>>>,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     size: usize,
+    /// Tries that failed because the worker broke (died, hung, refused the request).
+    failures: Arc<AtomicU64>,
 }
 
 impl WorkerPool {
@@ -96,22 +98,36 @@ impl WorkerPool {
         let (tx, rx) = mpsc::unbounded_channel::<Queued>();
         let rx = Arc::new(Mutex::new(rx));
         let counter = Arc::new(AtomicU64::new(0));
+        let failures = Arc::new(AtomicU64::new(0));
         let tasks = (0..size)
             .map(|slot| {
-                let (env, rx, scratch, counter) =
-                    (env.clone(), rx.clone(), scratch.clone(), counter.clone());
-                tokio::spawn(async move { serve(slot, env, rx, scratch, counter).await })
+                let ctx = Serve {
+                    env: env.clone(),
+                    rx: rx.clone(),
+                    scratch: scratch.clone(),
+                    counter: counter.clone(),
+                    failures: failures.clone(),
+                };
+                tokio::spawn(async move { serve(slot, ctx).await })
             })
             .collect();
         WorkerPool {
             tx: std::sync::Mutex::new(Some(tx)),
             tasks: Mutex::new(tasks),
             size,
+            failures,
         }
     }
 
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// How many tries failed because their worker broke (it died, hung or refused the request,
+    /// e.g. a Keras request for the other backend) and was replaced. A worker replaced because
+    /// it holds the other Keras backend, before the request is sent, is not a failure.
+    pub fn worker_failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
     }
 
     fn send(&self, queued: Queued) -> bool {
@@ -156,13 +172,23 @@ impl WorkerPool {
     }
 }
 
-async fn serve(
-    slot: usize,
+/// What each worker's task shares with the pool.
+struct Serve {
     env: PythonEnv,
     rx: Arc<Mutex<mpsc::UnboundedReceiver<Queued>>>,
     scratch: PathBuf,
     counter: Arc<AtomicU64>,
-) {
+    failures: Arc<AtomicU64>,
+}
+
+async fn serve(slot: usize, ctx: Serve) {
+    let Serve {
+        env,
+        rx,
+        scratch,
+        counter,
+        failures,
+    } = ctx;
     // Each worker's own directory: the only place its evaluations can write.
     let scratch = scratch.join(format!("w{slot}"));
     let mut worker: Option<Worker> = match Worker::spawn(&env, &scratch).await {
@@ -195,6 +221,7 @@ async fn serve(
                     &task,
                     &id,
                     &workdir,
+                    &failures,
                     reply.closed(),
                 )
                 .await;
@@ -224,6 +251,7 @@ async fn serve(
                     &task,
                     &id,
                     &workdir,
+                    &failures,
                     reply.closed(),
                 )
                 .await;
@@ -308,6 +336,7 @@ async fn run_with_retry(
     task: &Task<'_>,
     id: &str,
     workdir: &Path,
+    failures: &AtomicU64,
     cancel: impl Future<Output = ()>,
 ) -> Result<Done, Failed> {
     const TRIES: usize = 2;
@@ -383,6 +412,7 @@ async fn run_with_retry(
             }
             Err(e) => {
                 tracing::warn!("worker failed, replacing it: {e}");
+                failures.fetch_add(1, Ordering::Relaxed);
                 died_during += usize::from(matches!(e, ForkError::DiedDuring(_)));
                 last_error = e.to_string();
                 if let Some(mut dead) = worker.take() {
@@ -395,4 +425,117 @@ async fn run_with_retry(
         return Err(Failed::KilledWorker(TRIES, last_error));
     }
     Err(Failed::Infra(last_error))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use reprolab_core::manifest::{Config, Subject};
+    use reprolab_store::Store;
+    use serde_json::json;
+
+    use crate::env::{EnvOptions, PythonEnv, ensure, ensure_tensorflow};
+    use crate::{Evaluator, LocalExecutor, Mode};
+
+    /// The managed environment with Keras on both backends, or why there is none here.
+    fn keras_on_both_backends() -> Result<PythonEnv, String> {
+        let env = ensure(&EnvOptions::default(), &|_| {})
+            .map_err(|e| format!("no managed environment: {e}"))?;
+        ensure_tensorflow(&env, &|_| {})
+            .map_err(|e| format!("tensorflow-cpu cannot be installed: {e}"))?;
+        for backend in ["torch", "tensorflow"] {
+            let out = std::process::Command::new(&env.python)
+                .args(["-c", "import keras; print(keras.backend.backend())"])
+                .env("KERAS_BACKEND", backend)
+                .output()
+                .map_err(|e| format!("cannot run {}: {e}", env.python.display()))?;
+            if !out.status.success() {
+                return Err(format!("keras does not import on {backend}"));
+            }
+        }
+        Ok(env)
+    }
+
+    fn subject(name: &str) -> Subject {
+        Subject::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../subjects")
+                .join(name),
+        )
+        .unwrap()
+    }
+
+    /// One warm worker, one Evaluator: a torch-backend Keras subject, then its TensorFlow twin,
+    /// then the torch one again each train on their own backend (the trace's `model` record
+    /// says which Keras trained), the pool replacing the worker before each switch rather than
+    /// after the worker refused a request for the other backend; the two subjects never share a
+    /// cache key, and a repeated request is answered by the store.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_pool_switches_its_worker_between_keras_backends() {
+        let env = match keras_on_both_backends() {
+            Ok(env) => env,
+            Err(reason) => {
+                eprintln!("SKIPPED one_pool_switches_its_worker_between_keras_backends: {reason}");
+                return;
+            }
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let executor = Arc::new(LocalExecutor::new(env.clone(), 1).unwrap());
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        let ev = Evaluator::with_executor(executor.clone(), env, store, true);
+        let (torch, tf) = (subject("digits-mlp-keras"), subject("digits-mlp-keras-tf"));
+        let short = |s: &Subject| {
+            let mut c: Config = s.config.clone();
+            c.0.insert("epochs".into(), json!(1));
+            c
+        };
+        // (subject, seed, backend Keras must report)
+        let plan = [
+            (&torch, 0, "torch"),
+            (&tf, 0, "tensorflow"),
+            (&torch, 1, "torch"),
+        ];
+        let mut keys = Vec::new();
+        for (s, seed, backend) in plan {
+            let e = ev
+                .run(s, &short(s), &[seed], Mode::Trace, &mut |_| {})
+                .await
+                .unwrap()
+                .remove(0);
+            let r = &e.record;
+            assert!(
+                r.outcome.is_ok(),
+                "{}: {:?}\n{}",
+                s.name,
+                r.outcome,
+                r.output_tail
+            );
+            assert!(!e.cached);
+            assert_eq!(r.epochs.len(), 1, "{}", s.name);
+            assert_eq!(r.epochs[0]["model"]["backend"], backend, "{}", s.name);
+            keys.push(r.key.clone());
+        }
+        assert_eq!(
+            executor.worker_failures(),
+            0,
+            "each switch replaced the worker before sending it the request"
+        );
+        assert_ne!(
+            keys[0], keys[1],
+            "the backends never share a cached training"
+        );
+        assert_ne!(keys[1], keys[2]);
+        // The same requests again: from the store, no training.
+        for (i, (s, seed, _)) in plan.into_iter().enumerate() {
+            let e = ev
+                .run(s, &short(s), &[seed], Mode::Trace, &mut |_| {})
+                .await
+                .unwrap()
+                .remove(0);
+            assert!(e.cached && e.record.key == keys[i], "{}", s.name);
+        }
+        ev.shutdown().await;
+    }
 }

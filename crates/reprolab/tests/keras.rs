@@ -1,8 +1,9 @@
 //! Keras 3 subjects end to end: `reprolab eval` and `reprolab trace` train the bundled
 //! digits-mlp-keras (real Keras models, few epochs) through the warm workers, and
-//! digits-mlp-keras-tf the same on Keras' TensorFlow backend (with `localize`). Skipped, with the
-//! reason printed, when the managed environment cannot import Keras, or TensorFlow cannot be
-//! installed into it.
+//! digits-mlp-keras-tf the same on Keras' TensorFlow backend (with `localize`); `repair` on a
+//! TensorFlow fault and `neutrality` on a torch-backend one, both made from those subjects (lr 5).
+//! Skipped, with the reason printed, when the managed environment cannot import Keras, or
+//! TensorFlow cannot be installed into it.
 
 mod common;
 
@@ -93,6 +94,35 @@ fn short_config_of(
     config_file(dir, file, config)
 }
 
+/// A faulty copy of the bundled subject `name` in `dir/faults/ID`: its config with 10 epochs and
+/// `changes` applied, the subject's own config (also with 10 epochs) as the known fix of
+/// `faults` (a `[fix]` table, as the benchmark's faults have).
+fn keras_fault(
+    dir: &std::path::Path,
+    name: &str,
+    id: &str,
+    changes: Value,
+    faults: &[&str],
+) -> std::path::PathBuf {
+    let src = subject(name);
+    let fault = dir.join("faults").join(id);
+    std::fs::create_dir_all(&fault).unwrap();
+    std::fs::copy(src.join("train.py"), fault.join("train.py")).unwrap();
+    let fixed = short_config_of(dir, name, json!({}), "fixed.json");
+    std::fs::rename(fixed, fault.join("fixed.json")).unwrap();
+    let faulty = short_config_of(dir, name, changes, "config.json");
+    std::fs::rename(faulty, fault.join("config.json")).unwrap();
+    let manifest = std::fs::read_to_string(src.join("reprolab.toml"))
+        .unwrap()
+        .replace(&format!("name = \"{name}\""), &format!("name = \"{id}\""));
+    std::fs::write(
+        fault.join("reprolab.toml"),
+        format!("{manifest}\n[fix]\nconfig = \"fixed.json\"\nfaults = {faults:?}\n"),
+    )
+    .unwrap();
+    fault
+}
+
 /// The search metric of each run of `reprolab eval --json` (none may fail).
 fn search_metrics(v: &Value) -> Vec<f64> {
     assert_eq!(v["failed"], 0, "{v}");
@@ -150,9 +180,11 @@ fn keras_tensorflow_subject_evaluates_deterministically_traces_and_localizes() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("model (Keras): Dense(64, relu)"), "{text}");
+    assert!(text.contains("; backend tensorflow"), "{text}");
     let t: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
     let epochs = t["epochs"].as_array().unwrap();
     assert_eq!(epochs.len(), 10);
+    assert_eq!(epochs[0]["model"]["backend"], "tensorflow");
     for e in epochs {
         assert!(e["loss"].as_f64().unwrap().is_finite(), "{e}");
         assert_eq!(e["nan"], false);
@@ -235,6 +267,8 @@ fn keras_subject_evaluates_and_traces() {
         }
     }
     assert_eq!(epochs[0]["model"]["loss"], "categorical_crossentropy");
+    assert_eq!(epochs[0]["model"]["backend"], "torch");
+    assert!(text.contains("; backend torch"), "{text}");
     // A trace trains the model an evaluation trains (seed 0 both times).
     assert_eq!(t["outcome"]["search"], v["runs"][0]["outcome"]["search"]);
 }
@@ -286,4 +320,159 @@ fn keras_real_fault_evaluates_and_its_fix_is_better() {
     for acc in search("fixed.json") {
         assert!(acc > 0.9, "the fixed program learns: {acc}");
     }
+}
+
+/// `reprolab repair` on a Keras fault that trains on TensorFlow: digits-mlp-keras-tf with lr = 5
+/// (HLR; the subject's own lr 0.001 is the known fix), the guided engine and a tiny budget
+/// (6 trials). Every validation run finishes and the patch found is confirmed on the holdout
+/// split; the validation's trainings are the ones `eval` finds in the cache, and a trace of the
+/// patch shows Keras on TensorFlow training the model the validation's first run trained.
+/// (The rules engine reads this trace as a vanishing gradient and tries lr 0.5 first.)
+#[test]
+fn keras_tensorflow_fault_is_repaired() {
+    let tmp = tempfile::tempdir().unwrap();
+    if let Some(reason) = tensorflow_missing(tmp.path()) {
+        eprintln!("SKIPPED keras_tensorflow_fault_is_repaired: {reason}");
+        return;
+    }
+    let fault = keras_fault(
+        tmp.path(),
+        "digits-mlp-keras-tf",
+        "digits-tf-HLR",
+        json!({"lr": 5.0}),
+        &["HLR"],
+    );
+    let runs = 6;
+    let out = run(reprolab(tmp.path())
+        .args([
+            "repair", "--json", "--engine", "guided", "--trials", "6", "--runs",
+        ])
+        .arg(runs.to_string())
+        .arg(&fault));
+    let v = json(&out);
+    let val = &v["run"]["validation"];
+    for group in ["faulty", "patch", "gt"] {
+        let samples = val[group]["samples"].as_array().unwrap();
+        assert_eq!(samples.len(), runs, "{group}: {val}");
+        assert!(
+            samples
+                .iter()
+                .all(|s| s.as_f64().is_some_and(f64::is_finite)),
+            "every {group} run finished: {val}"
+        );
+    }
+    assert_eq!(v["repaired"], true, "{}", v["verdict"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(val["gt_types"], json!(["HLR"]), "{val}");
+    let patch_file = tmp.path().join(v["patch_file"].as_str().unwrap());
+
+    // The validation's runs of the patch: in the cache (nothing trains), the same holdout values.
+    let e = json(&run(reprolab(tmp.path())
+        .args(["eval", "--json", "--runs"])
+        .arg(runs.to_string())
+        .arg("--config")
+        .arg(&patch_file)
+        .arg(&fault)));
+    let evaluated: Vec<&Value> = e["runs"].as_array().unwrap().iter().collect();
+    assert!(evaluated.iter().all(|r| r["cached"] == true), "{e}");
+    let holdout: Vec<f64> = evaluated
+        .iter()
+        .map(|r| r["outcome"]["holdout"].as_f64().unwrap())
+        .collect();
+    let validated: Vec<f64> = val["patch"]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_f64().unwrap())
+        .collect();
+    assert_eq!(holdout, validated);
+    // Seed 0 traced: Keras on TensorFlow, the model of the validation's first run.
+    let out_file = tmp.path().join("trace.json");
+    let out = run(reprolab(tmp.path())
+        .args(["trace", "--config"])
+        .arg(&patch_file)
+        .arg("--out")
+        .arg(&out_file)
+        .arg(&fault));
+    assert!(out.status.success());
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    assert_eq!(t["epochs"][0]["model"]["backend"], "tensorflow");
+    assert_eq!(t["outcome"]["holdout"].as_f64(), Some(validated[0]));
+}
+
+/// `reprolab neutrality` on a Keras fault (digits-mlp-keras with lr = 5, the subject's lr 0.001
+/// as the known fix), with few runs and nodes: the BFS starts from the fix, every neighbour
+/// tried is trained by Keras and judged, each alternative found restores the learning rate and
+/// changes one hyperparameter of the fix, and a rerun trains nothing.
+#[test]
+fn neutrality_on_a_keras_fault() {
+    let tmp = tempfile::tempdir().unwrap();
+    if let Some(reason) = keras_missing(tmp.path()) {
+        eprintln!("SKIPPED neutrality_on_a_keras_fault: {reason}");
+        return;
+    }
+    let fault = keras_fault(
+        tmp.path(),
+        "digits-mlp-keras",
+        "digits-keras-HLR",
+        json!({"lr": 5.0}),
+        &["HLR"],
+    );
+    let neutrality = || {
+        let out = run(reprolab(tmp.path())
+            .args([
+                "neutrality",
+                "--json",
+                "--nodes",
+                "3",
+                "--runs",
+                "3",
+                "--out",
+            ])
+            .arg(tmp.path().join("graph"))
+            .arg(&fault));
+        assert!(out.status.success());
+        json(&out)
+    };
+    let v = neutrality();
+    let s = &v["summary"];
+    assert_eq!(s["tried"], 3, "{s}");
+    assert_eq!(s["stop"], "nodes");
+    assert_eq!(s["runs"], 3);
+    // The fix's runs, then 3 per neighbour (one stage: 3 runs are the minimum).
+    assert_eq!(s["trainings"], 3 + 3 * 3, "{s}");
+    assert_eq!(s["trained"], s["trainings"]);
+
+    let graph: Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("graph/graph.json")).unwrap(),
+    )
+    .unwrap();
+    let nodes = graph["result"]["nodes"].as_array().unwrap();
+    assert_eq!(
+        nodes[0]["config"]["lr"], 0.001,
+        "the BFS starts from the fix"
+    );
+    let stored: Value =
+        serde_json::from_str(&std::fs::read_to_string(fault.join("alternatives.json")).unwrap())
+            .unwrap();
+    let alts = stored["alternatives"].as_array().unwrap();
+    assert_eq!(
+        alts.len() as u64,
+        s["table4"]["alternatives"].as_u64().unwrap()
+    );
+    assert!(!alts.is_empty(), "a fix has neutral neighbours: {s}");
+    for a in alts {
+        // The first neighbours of the fix change unit0, then act0 (space order).
+        assert_eq!(a["patch"]["lr"], 0.001, "{a}");
+        assert_eq!(a["patch"].as_object().unwrap().len(), 2, "{a}");
+        assert_eq!(a["complexity"], 1, "{a}");
+        assert_eq!(a["faults"][0], "HLR", "{a}");
+    }
+
+    let again = neutrality();
+    assert_eq!(again["summary"]["trained"], 0, "{}", again["summary"]);
+    assert_eq!(
+        again["alternatives"]["alternatives"],
+        stored["alternatives"]
+    );
 }

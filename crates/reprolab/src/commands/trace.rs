@@ -52,7 +52,8 @@ fn layer_table(epoch: &Value) -> String {
 }
 
 /// One line for the architecture a Keras subject's first trace record carries:
-/// `Dense(64, relu) → Dense(10, softmax); loss categorical_crossentropy; optimizer adam`.
+/// `Dense(64, relu) → Dense(10, softmax); loss categorical_crossentropy; optimizer adam;
+/// backend torch`.
 fn model_line(model: &Value) -> String {
     let layers: Vec<String> = model["layers"]
         .as_array()
@@ -66,12 +67,17 @@ fn model_line(model: &Value) -> String {
             format!("{}({})", cell(&l["kind"]), args.join(", "))
         })
         .collect();
-    format!(
+    let line = format!(
         "{}; loss {}; optimizer {}",
         layers.join(" → "),
         cell(&model["loss"]),
         cell(&model["optimizer"])
-    )
+    );
+    // Records from before the backend was recorded have none.
+    match model["backend"].as_str() {
+        Some(backend) => format!("{line}; backend {backend}"),
+        None => line,
+    }
 }
 
 /// `(x, y)` of `key` in every epoch record that has it as a number (NaN where it is null).
