@@ -220,7 +220,6 @@ async fn serve(slot: usize, ctx: Serve) {
                     &mut worker,
                     &task,
                     &id,
-                    &workdir,
                     &failures,
                     reply.closed(),
                 )
@@ -250,7 +249,6 @@ async fn serve(slot: usize, ctx: Serve) {
                     &mut worker,
                     &task,
                     &id,
-                    &workdir,
                     &failures,
                     reply.closed(),
                 )
@@ -335,11 +333,12 @@ async fn run_with_retry(
     worker: &mut Option<Worker>,
     task: &Task<'_>,
     id: &str,
-    workdir: &Path,
     failures: &AtomicU64,
     cancel: impl Future<Output = ()>,
 ) -> Result<Done, Failed> {
     const TRIES: usize = 2;
+    // The task's work directory, as its caller names it (`serve` clears it afterwards).
+    let workdir = &scratch.join(id);
     tokio::pin!(cancel);
     let mut last_error = String::new();
     let mut died_during = 0;
