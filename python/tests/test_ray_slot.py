@@ -5,6 +5,8 @@ import json
 import os
 import socket
 import tarfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -66,7 +68,7 @@ def slot(tmp_path_factory):
     s.subjects = str(root / "subjects")
     env = ray_slot.scrubbed_env({"PATH", "HOME"}, {"OMP_NUM_THREADS": "1",
                                                    "KERAS_BACKEND": "torch"}, str(PYTHON_DIR))
-    s.env, s.netns, s.node, s.workers = env, False, "test", {}
+    s.env, s.netns, s.node, s.workers, s.cancelled = env, False, "test", {}, set()
     yield s
     s.close()
 
@@ -104,7 +106,6 @@ def test_a_slot_bounds_memory(slot):
 
 def test_a_worker_killed_mid_evaluation_is_replaced_and_the_evaluation_retried(slot):
     import signal
-    import threading
 
     req = {"id": "k", "entry": "train.py:train", "config": {"behavior": "slow"},
            "seed": 0, "mode": "eval", "framework": "pytorch",
@@ -157,3 +158,19 @@ def test_a_slot_runs_a_codegen_sample_in_its_warm_pytest_runner(slot):
                        limits=dict(req["limits"], timeout_s=2)), loop)
     assert r["violation"] == "timeout", r
     assert json.loads(slot.test(dict(req, id="t3"), tree)["result"])["tests"], "runs again"
+
+
+def test_a_cancelled_evaluation_is_ended_and_the_slot_keeps_its_worker(slot):
+    """`cancel` (the actor's second thread) ends a running evaluation at the watchdog's next
+    look; the slot's worker then takes the next one."""
+
+    ended = {}
+    run = threading.Thread(target=lambda: ended.update(_eval(slot, "sleep")))
+    run.start()
+    time.sleep(3)
+    slot.cancel("sleep")
+    run.join(timeout=30)
+    assert not run.is_alive(), "the cancelled evaluation still runs"
+    assert ended["violation"] == "cancelled"
+    assert "sleep" not in slot.cancelled
+    assert _eval(slot, "ok")["exit_code"] == 0
