@@ -140,19 +140,8 @@ fn keras_tensorflow_subject_evaluates_deterministically_traces_and_localizes() {
         "the same seeds train the same models"
     );
 
-    let out_file = tmp.path().join("trace.json");
-    let out = run(reprolab(tmp.path())
-        .args(["trace", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&out_file)
-        .arg(subject(name)));
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("model (Keras): Dense(64, relu)"), "{text}");
-    let t: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let t = keras_trace(tmp.path(), &cfg, name);
     let epochs = t["epochs"].as_array().unwrap();
-    assert_eq!(epochs.len(), 10);
     for e in epochs {
         assert!(e["loss"].as_f64().unwrap().is_finite(), "{e}");
         assert_eq!(e["nan"], false);
@@ -183,6 +172,24 @@ fn keras_tensorflow_subject_evaluates_deterministically_traces_and_localizes() {
     assert_eq!(v["answer"][0], "HLR", "{v}");
 }
 
+/// `reprolab trace` of the bundled Keras subject `name` with `cfg`: its summary names the Keras
+/// model, and its trace file holds ten epochs.
+fn keras_trace(dir: &std::path::Path, cfg: &std::path::Path, name: &str) -> Value {
+    let out_file = dir.join("trace.json");
+    let out = run(reprolab(dir)
+        .args(["trace", "--config"])
+        .arg(cfg)
+        .arg("--out")
+        .arg(&out_file)
+        .arg(subject(name)));
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("model (Keras): Dense(64, relu)"), "{text}");
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    assert_eq!(t["epochs"].as_array().unwrap().len(), 10);
+    t
+}
+
 #[test]
 fn keras_subject_evaluates_and_traces() {
     let tmp = tempfile::tempdir().unwrap();
@@ -205,19 +212,8 @@ fn keras_subject_evaluates_and_traces() {
         );
     }
 
-    let out_file = tmp.path().join("trace.json");
-    let out = run(reprolab(tmp.path())
-        .args(["trace", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&out_file)
-        .arg(subject("digits-mlp-keras")));
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("model (Keras): Dense(64, relu)"), "{text}");
-    let t: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let t = keras_trace(tmp.path(), &cfg, "digits-mlp-keras");
     let epochs = t["epochs"].as_array().unwrap();
-    assert_eq!(epochs.len(), 10);
     for (i, e) in epochs.iter().enumerate() {
         assert_eq!(e["epoch"], i);
         assert!(e["loss"].as_f64().unwrap().is_finite(), "{e}");
