@@ -415,8 +415,9 @@ mod tests {
         let kinds = |evals: &[Evaluation]| -> Vec<&'static str> {
             evals.iter().map(|e| e.record.outcome.kind()).collect()
         };
-        let pruned = ev
-            .run_pruned(
+        // Seeds 1 and 2 under the thresholds.
+        let run_pruned = async || {
+            ev.run_pruned(
                 &subject,
                 &subject.config,
                 &[1, 2],
@@ -425,7 +426,9 @@ mod tests {
                 &mut |_| {},
             )
             .await
-            .unwrap();
+            .unwrap()
+        };
+        let pruned = run_pruned().await;
         assert_eq!(kinds(&pruned), ["pruned", "ok"]);
         assert_eq!(executor.0.load(Ordering::Relaxed), 2);
         // Without thresholds: seed 1 is trained again (a pruned result is not a result), seed 2
@@ -438,17 +441,7 @@ mod tests {
         assert!(!plain[0].cached && plain[1].cached);
         assert_eq!(executor.0.load(Ordering::Relaxed), 3);
         // The same thresholds again: both from the cache, seed 1 still pruned.
-        let again = ev
-            .run_pruned(
-                &subject,
-                &subject.config,
-                &[1, 2],
-                Mode::Eval,
-                Some(&spec),
-                &mut |_| {},
-            )
-            .await
-            .unwrap();
+        let again = run_pruned().await;
         assert_eq!(kinds(&again), ["pruned", "ok"]);
         assert!(again.iter().all(|e| e.cached));
         // Other thresholds, or a trace: keys of their own / no pruning.

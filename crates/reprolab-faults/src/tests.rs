@@ -3,29 +3,16 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 
 use reprolab_core::{
     Config, FaultLabel, FaultType, Goal, Param, ParamKind, SearchSpace, Split, Subject,
 };
-use reprolab_rng::SplitMix64;
+use reprolab_search::testing::{block_on, noise};
 use serde_json::{Value, json};
 
 use crate::*;
 
 // ---------------------------------------------------------------- helpers
-
-fn block_on<F: Future>(f: F) -> F::Output {
-    let mut f = pin!(f);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::yield_now();
-    }
-}
 
 fn subject_dir(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -35,13 +22,6 @@ fn subject_dir(name: &str) -> PathBuf {
 
 fn digits() -> Subject {
     Subject::load(&subject_dir("digits-mlp")).unwrap()
-}
-
-/// Uniform in [-1, 1], a function of (seed, stream).
-fn noise(seed: u64, stream: u64) -> f64 {
-    let mut r = SplitMix64::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ stream);
-    r.next_u64();
-    (r.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
 }
 
 fn sample(mean: f64, spread: f64, n: usize, stream: u64) -> Vec<Option<f64>> {

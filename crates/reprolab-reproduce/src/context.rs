@@ -710,19 +710,28 @@ mod tests {
 
     const CRASH: &str = "Rotary embedding fails with an odd head dimension\n\n```\nTraceback (most recent call last):\n  File \"run.py\", line 12, in <module>\n    out = apply_rotary_pos_emb(q, freqs)\n  File \"/site-packages/xpos/embed.py\", line 30, in apply_rotary_pos_emb\n    t = (t * freqs.cos() * scale) + (rotate_half(t) * freqs.sin() * scale)\n  File \"/site-packages/xpos/embed.py\", line 21, in rotate_half\n    x = rearrange(x, '... (j d) -> ... j d', j=2)\neinops.EinopsError: Shape mismatch, can't divide axis of length 63 in chunks of 2\n```\n";
 
+    /// The `k` best snippets of [`repo`] for `text`, with the default budget.
+    fn top(text: &str, facts: &Facts, k: usize) -> Vec<Snippet> {
+        select(
+            &repo(),
+            text,
+            facts,
+            &ContextOptions {
+                k,
+                ..ContextOptions::default()
+            },
+        )
+    }
+
+    fn qualnames(got: &[Snippet]) -> Vec<&str> {
+        got.iter().map(|s| s.qualname.as_str()).collect()
+    }
+
     #[test]
     fn the_traceback_function_ranks_first_and_irrelevant_code_is_left_out() {
         let facts = extract(CRASH);
-        let got = select(
-            &repo(),
-            CRASH,
-            &facts,
-            &ContextOptions {
-                k: 3,
-                ..ContextOptions::default()
-            },
-        );
-        let names: Vec<&str> = got.iter().map(|s| s.qualname.as_str()).collect();
+        let got = top(CRASH, &facts, 3);
+        let names = qualnames(&got);
         assert_eq!(names[0], "rotate_half", "{names:?}");
         assert_eq!(names[1], "apply_rotary_pos_emb", "{names:?}");
         assert_eq!(got[0].why, "traceback");
@@ -739,16 +748,8 @@ mod tests {
         let text = "My rotary embedding model: the loss becomes nan after a few steps when rotate_half gets fp16 input.";
         let facts = extract(text);
         assert_eq!(facts.symptom, Symptom::Nan);
-        let got = select(
-            &repo(),
-            text,
-            &facts,
-            &ContextOptions {
-                k: 2,
-                ..ContextOptions::default()
-            },
-        );
-        let names: Vec<&str> = got.iter().map(|s| s.qualname.as_str()).collect();
+        let got = top(text, &facts, 2);
+        let names = qualnames(&got);
         assert_eq!(names[0], "rotate_half", "{names:?}");
         assert!(
             got.iter()
@@ -774,18 +775,7 @@ mod tests {
                 <= 200
         );
         assert!(!tight.is_empty());
-        assert!(
-            select(
-                &repo(),
-                text,
-                &facts,
-                &ContextOptions {
-                    k: 0,
-                    ..ContextOptions::default()
-                }
-            )
-            .is_empty()
-        );
+        assert!(top(text, &facts, 0).is_empty());
     }
 
     #[test]

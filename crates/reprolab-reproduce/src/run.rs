@@ -262,18 +262,20 @@ pub async fn run_warm(
     limits: &Limits,
     paths: &[PathBuf],
 ) -> Observation {
-    let keep = match keep_dir(seed) {
-        Ok(k) => k,
-        Err(not) => return *not,
+    let job = Job {
+        script,
+        seed,
+        limits,
+        paths,
     };
-    let job = script_job(script, seed, limits, paths, keep.path());
-    match pool.run_script(job).await {
-        Err(ScriptFailure::Infra(e)) => {
+    job.observe(
+        async |job| pool.run_script(job).await,
+        async |e| {
             tracing::warn!("warm script run failed ({e}); running it in a fresh process");
             run_once(env, script, seed, limits, paths).await
-        }
-        ended => observe_warm(seed, ended, keep.path()),
-    }
+        },
+    )
+    .await
 }
 
 /// One run in a slot of a Ray cluster that runs the script's environment. The cluster failing
@@ -286,16 +288,45 @@ pub async fn run_on_ray(
     limits: &Limits,
     paths: &[PathBuf],
 ) -> Observation {
-    let keep = match keep_dir(seed) {
-        Ok(k) => k,
-        Err(not) => return *not,
+    let job = Job {
+        script,
+        seed,
+        limits,
+        paths,
     };
-    match ray
-        .run_script(&script_job(script, seed, limits, paths, keep.path()))
-        .await
-    {
-        Err(ScriptFailure::Infra(e)) => not_started(seed, format!("on Ray: {e}")),
-        ended => observe_warm(seed, ended, keep.path()),
+    job.observe(
+        async |job| ray.run_script(&job).await,
+        async |e| not_started(seed, format!("on Ray: {e}")),
+    )
+    .await
+}
+
+/// One run of a script with a seed, for a backend that runs [`ScriptJob`]s (a warm worker, a
+/// Ray slot).
+struct Job<'a> {
+    script: &'a str,
+    seed: u64,
+    limits: &'a Limits,
+    paths: &'a [PathBuf],
+}
+
+impl Job<'_> {
+    /// The run by `backend`, its files kept in a scratch directory, observed; when the backend
+    /// could not run it (the machinery, not the script), what `infra` makes of its reason.
+    async fn observe(
+        &self,
+        backend: impl AsyncFnOnce(ScriptJob) -> Result<ScriptRun, ScriptFailure>,
+        infra: impl AsyncFnOnce(String) -> Observation,
+    ) -> Observation {
+        let keep = match keep_dir(self.seed) {
+            Ok(k) => k,
+            Err(not) => return *not,
+        };
+        let job = script_job(self.script, self.seed, self.limits, self.paths, keep.path());
+        match backend(job).await {
+            Err(ScriptFailure::Infra(e)) => infra(e).await,
+            ended => observe_warm(self.seed, ended, keep.path()),
+        }
     }
 }
 

@@ -256,6 +256,21 @@ fn overshoot(r: &SearchResult) -> (f64, f64) {
     (r.spent_s - r.budget_s.unwrap(), longest)
 }
 
+/// The study's search by each engine (random, TPE, BOHB) with settings `s`.
+fn every_engine(subject: &Subject, seed: u64, s: &SearchSettings) -> [SearchResult; 3] {
+    [
+        search_study(subject, &mut RandomSampler::new(seed), s),
+        search_study(subject, &mut TpeSampler::new(seed, Goal::Max), s),
+        block_on(bohb_with(
+            &Synth::study(),
+            subject,
+            s,
+            &BohbOptions::default(),
+        ))
+        .unwrap(),
+    ]
+}
+
 #[test]
 fn no_search_overshoots_its_time_budget_by_a_trial() {
     // Durations vary threefold (epochs 9..27 at 0.1 s each) and the faulty config is the
@@ -266,17 +281,7 @@ fn no_search_overshoots_its_time_budget_by_a_trial() {
             // One worker: a trial starts only with time left, so the overshoot is less than
             // the last trial, whatever the durations.
             let s = settings(Budget::TimeMultiple(m), seed);
-            let runs = [
-                search_study(&subject, &mut RandomSampler::new(seed), &s),
-                search_study(&subject, &mut TpeSampler::new(seed, Goal::Max), &s),
-                block_on(bohb_with(
-                    &Synth::study(),
-                    &subject,
-                    &s,
-                    &BohbOptions::default(),
-                ))
-                .unwrap(),
-            ];
+            let runs = every_engine(&subject, seed, &s);
             for r in &runs {
                 let (over, _) = overshoot(r);
                 let last = r.trials.last().unwrap().duration_s;
@@ -293,17 +298,7 @@ fn no_search_overshoots_its_time_budget_by_a_trial() {
                 time_ref_s: Some(2.7),
                 ..s
             };
-            let runs = [
-                search_study(&subject, &mut RandomSampler::new(seed), &s),
-                search_study(&subject, &mut TpeSampler::new(seed, Goal::Max), &s),
-                block_on(bohb_with(
-                    &Synth::study(),
-                    &subject,
-                    &s,
-                    &BohbOptions::default(),
-                ))
-                .unwrap(),
-            ];
+            let runs = every_engine(&subject, seed, &s);
             for r in &runs {
                 let (over, longest) = overshoot(r);
                 assert!(

@@ -27,6 +27,7 @@ use reprolab_repair::RepairError;
 use reprolab_reproduce::PrepareError;
 use reprolab_reproduce::bench::ModelUnreachable;
 use reprolab_reproduce::outputs::OutputError;
+use reprolab_scaffold::ScaffoldError;
 use reprolab_store::StoreError;
 use serde::Serialize;
 
@@ -184,6 +185,15 @@ fn typed_kind(e: &(dyn std::error::Error + 'static)) -> Option<Kind> {
             RepairError::Settings(_) | RepairError::Patch(_) | RepairError::EmptySpace => {
                 Kind::Input
             }
+        });
+    }
+    if let Some(e) = e.downcast_ref::<ScaffoldError>() {
+        return Some(if e.is_infrastructure() {
+            Kind::Infrastructure
+        } else if e.is_usage() {
+            Kind::Usage
+        } else {
+            Kind::Input
         });
     }
     if let Some(e) = e.downcast_ref::<LlmFlError>() {
@@ -429,6 +439,26 @@ mod tests {
         assert_eq!(classify(&anyhow!(out)), Kind::Input);
         let stop = ModelUnreachable("connection refused".into());
         assert_eq!(classify(&anyhow!(stop)), Kind::Infrastructure);
+    }
+
+    #[test]
+    fn scaffolding_errors_split_between_the_flag_the_script_and_the_machine() {
+        let entry = ScaffoldError::EntrySpec {
+            spec: "train".into(),
+        };
+        assert_eq!(classify(&anyhow!(entry)), Kind::Usage);
+        let none = ScaffoldError::NoScript { dir: "x".into() };
+        assert_eq!(classify(&anyhow!(none)), Kind::Input);
+        let python = ScaffoldError::Start {
+            python: "python3".into(),
+            source: std::io::Error::other("not found"),
+        };
+        let e = anyhow!(python);
+        assert_eq!(classify(&e), Kind::Infrastructure);
+        assert_eq!(
+            format!("{e:#}"),
+            "reading the training script: running python3: not found"
+        );
     }
 
     #[test]

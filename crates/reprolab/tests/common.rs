@@ -66,6 +66,24 @@ pub fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
 
+/// `reprolab bench localize --json --engines static --out OUT FAULTS` in `dir`, which must
+/// succeed: its JSON output.
+pub fn bench_localize_static(dir: &Path, out: &Path, faults: &Path) -> serde_json::Value {
+    let done = run(reprolab(dir)
+        .args([
+            "bench",
+            "localize",
+            "--json",
+            "--engines",
+            "static",
+            "--out",
+        ])
+        .arg(out)
+        .arg(faults));
+    assert!(done.status.success());
+    json(&done)
+}
+
 /// Write a config JSON file into `dir` and return its path.
 pub fn config_file(dir: &Path, name: &str, value: serde_json::Value) -> PathBuf {
     let p = dir.join(name);

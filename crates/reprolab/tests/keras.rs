@@ -170,21 +170,8 @@ fn keras_tensorflow_subject_evaluates_deterministically_traces_and_localizes() {
         "the same seeds train the same models"
     );
 
-    let out_file = tmp.path().join("trace.json");
-    let out = run(reprolab(tmp.path())
-        .args(["trace", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&out_file)
-        .arg(subject(name)));
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("model (Keras): Dense(64, relu)"), "{text}");
-    assert!(text.contains("; backend tensorflow"), "{text}");
-    let t: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let t = keras_trace(tmp.path(), &cfg, name, "tensorflow");
     let epochs = t["epochs"].as_array().unwrap();
-    assert_eq!(epochs.len(), 10);
-    assert_eq!(epochs[0]["model"]["backend"], "tensorflow");
     for e in epochs {
         assert!(e["loss"].as_f64().unwrap().is_finite(), "{e}");
         assert_eq!(e["nan"], false);
@@ -215,6 +202,26 @@ fn keras_tensorflow_subject_evaluates_deterministically_traces_and_localizes() {
     assert_eq!(v["answer"][0], "HLR", "{v}");
 }
 
+/// `reprolab trace` of the bundled Keras subject `name` with `cfg`: its summary names the Keras
+/// model and the backend it trained on, and its trace file holds ten epochs on that backend.
+fn keras_trace(dir: &std::path::Path, cfg: &std::path::Path, name: &str, backend: &str) -> Value {
+    let out_file = dir.join("trace.json");
+    let out = run(reprolab(dir)
+        .args(["trace", "--config"])
+        .arg(cfg)
+        .arg("--out")
+        .arg(&out_file)
+        .arg(subject(name)));
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("model (Keras): Dense(64, relu)"), "{text}");
+    assert!(text.contains(&format!("; backend {backend}")), "{text}");
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    assert_eq!(t["epochs"].as_array().unwrap().len(), 10);
+    assert_eq!(t["epochs"][0]["model"]["backend"], backend);
+    t
+}
+
 #[test]
 fn keras_subject_evaluates_and_traces() {
     let tmp = tempfile::tempdir().unwrap();
@@ -237,19 +244,8 @@ fn keras_subject_evaluates_and_traces() {
         );
     }
 
-    let out_file = tmp.path().join("trace.json");
-    let out = run(reprolab(tmp.path())
-        .args(["trace", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&out_file)
-        .arg(subject("digits-mlp-keras")));
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("model (Keras): Dense(64, relu)"), "{text}");
-    let t: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let t = keras_trace(tmp.path(), &cfg, "digits-mlp-keras", "torch");
     let epochs = t["epochs"].as_array().unwrap();
-    assert_eq!(epochs.len(), 10);
     for (i, e) in epochs.iter().enumerate() {
         assert_eq!(e["epoch"], i);
         assert!(e["loss"].as_f64().unwrap().is_finite(), "{e}");
@@ -267,8 +263,6 @@ fn keras_subject_evaluates_and_traces() {
         }
     }
     assert_eq!(epochs[0]["model"]["loss"], "categorical_crossentropy");
-    assert_eq!(epochs[0]["model"]["backend"], "torch");
-    assert!(text.contains("; backend torch"), "{text}");
     // A trace trains the model an evaluation trains (seed 0 both times).
     assert_eq!(t["outcome"]["search"], v["runs"][0]["outcome"]["search"]);
 }
@@ -302,13 +296,7 @@ fn keras_real_fault_evaluates_and_its_fix_is_better() {
             .args(["eval", "--json", "--runs", "2", "--config"])
             .arg(fault.join(config))
             .arg(&fault)));
-        assert_eq!(v["failed"], 0, "{v}");
-        v["runs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["outcome"]["search"].as_f64().unwrap())
-            .collect()
+        search_metrics(&v)
     };
     for acc in search("config.json") {
         // 82 of the 160 search rows are True.

@@ -51,19 +51,7 @@ fn dynamic_localisation_traces_once_and_stays_quiet_on_a_correct_subject() {
 fn bench_localize_scores_the_real_faults() {
     let tmp = tempfile::tempdir().unwrap();
     let out_dir = tmp.path().join("bl");
-    let out = run(reprolab(tmp.path())
-        .args([
-            "bench",
-            "localize",
-            "--json",
-            "--engines",
-            "static",
-            "--out",
-        ])
-        .arg(&out_dir)
-        .arg(repo().join("benchmarks/faults/real")));
-    assert!(out.status.success());
-    let v = json(&out);
+    let v = bench_localize_static(tmp.path(), &out_dir, &repo().join("benchmarks/faults/real"));
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 6);
     for r in rows {

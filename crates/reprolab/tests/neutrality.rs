@@ -121,19 +121,12 @@ fn neutrality_writes_the_graph_and_alternatives_and_a_rerun_trains_nothing() {
     );
 
     // bench localize scores before and after the alternatives.
-    let out = run(reprolab(tmp.path())
-        .args([
-            "bench",
-            "localize",
-            "--json",
-            "--engines",
-            "static",
-            "--out",
-        ])
-        .arg(tmp.path().join("bl"))
-        .arg(tmp.path().join("faults")));
-    assert!(out.status.success());
-    let rows = json(&out)["rows"].as_array().unwrap().clone();
+    let v = bench_localize_static(
+        tmp.path(),
+        &tmp.path().join("bl"),
+        &tmp.path().join("faults"),
+    );
+    let rows = v["rows"].as_array().unwrap().clone();
     assert_eq!(rows.len(), 1);
     let r = &rows[0];
     let variants = r["variants"].as_u64().unwrap();

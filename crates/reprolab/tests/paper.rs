@@ -123,6 +123,20 @@ fn verdict_of(v: &serde_json::Value, id: &str) -> serde_json::Value {
         .unwrap_or_else(|| panic!("no verdict for {id}: {v}"))
 }
 
+/// `verdict` has `outcome`, was decided by `by`, and its evidence lines contain `evidence`, in
+/// order.
+fn assert_decided(verdict: &serde_json::Value, outcome: &str, by: &str, evidence: &[&str]) {
+    assert_eq!(verdict["outcome"], outcome, "{verdict}");
+    assert_eq!(verdict["decided_by"], by, "{verdict}");
+    for (i, part) in evidence.iter().enumerate() {
+        let line = verdict["evidence"][i].as_str().unwrap_or_default();
+        assert!(
+            line.contains(part),
+            "evidence {i} lacks {part:?}: {verdict}"
+        );
+    }
+}
+
 #[test]
 fn verify_decides_by_constants_calls_and_probes_and_shows_the_evidence() {
     let tmp = tempfile::tempdir().unwrap();
@@ -165,15 +179,7 @@ fn verify_decides_by_constants_calls_and_probes_and_shows_the_evidence() {
     let out = run(reprolab(tmp.path()).args(["--json", "paper", "verify", "paper.md", "code"]));
     let v = json(&out);
     let c1 = &v["verification"]["verdicts"][0];
-    assert_eq!(c1["outcome"], "fail", "{c1}");
-    assert_eq!(c1["decided_by"], "execution");
-    assert!(
-        c1["evidence"][0]
-            .as_str()
-            .unwrap()
-            .contains("expected 0.925"),
-        "{c1}"
-    );
+    assert_decided(c1, "fail", "execution", &["expected 0.925"]);
     std::fs::write(&sm, fixed).unwrap();
     let out = run(reprolab(tmp.path()).args(["paper", "verify", "paper.md", "code"]));
     assert_eq!(out.status.code(), Some(0));
@@ -217,18 +223,11 @@ fn the_judge_decides_only_what_no_check_did_by_majority_of_its_votes() {
         ])
         .arg(format!("openai:fake@{}", server.base_url())));
     let v = json(&out);
-    let c3 = verdict_of(&v, "C3");
-    assert_eq!(c3["outcome"], "fail", "{c3}");
-    assert_eq!(c3["decided_by"], "judge");
-    assert!(
-        c3["evidence"][0].as_str().unwrap().contains("1 of 3 votes"),
-        "{c3}"
-    );
-    assert!(
-        c3["evidence"][1]
-            .as_str()
-            .unwrap()
-            .contains("sm.py:4 builds targets only (vote 0)")
+    assert_decided(
+        &verdict_of(&v, "C3"),
+        "fail",
+        "judge",
+        &["1 of 3 votes", "sm.py:4 builds targets only (vote 0)"],
     );
     let c5 = verdict_of(&v, "C5");
     assert_eq!(
@@ -497,18 +496,11 @@ fn the_judge_writes_a_probe_first_and_running_it_decides() {
         .args(["--json", "paper", "verify", "paper.md", "code", "--llm"])
         .arg(format!("openai:fake@{}", server.base_url())));
     let v = json(&out);
-    let c3 = verdict_of(&v, "C3");
-    assert_eq!(c3["outcome"], "fail", "{c3}");
-    assert_eq!(c3["decided_by"], "execution");
-    assert!(
-        c3["evidence"][0].as_str().unwrap().contains("found 1"),
-        "{c3}"
-    );
-    assert!(
-        c3["evidence"][1]
-            .as_str()
-            .unwrap()
-            .contains("written by the judge")
+    assert_decided(
+        &verdict_of(&v, "C3"),
+        "fail",
+        "execution",
+        &["found 1", "written by the judge"],
     );
     let c5 = verdict_of(&v, "C5");
     assert_eq!(c5["decided_by"], "judge", "{c5}");

@@ -372,18 +372,30 @@ fn the_prompt_holds_the_repos_definitions_that_the_traceback_names() {
         "  File \"train.py\", line 40, in <module>\n    loss = criterion(discriminator_head(feats), label)\n  File \"gan/heads.py\", line 6, in discriminator_head\n    return out.view(-1)\n",
     );
     let report = write(tmp.path(), "report.md", &text);
-    let server =
-        FakeServer::start_background(Flavor::OpenAi, [plan(), FakeReply::Text(fenced(GOOD))]);
     let out_dir = tmp.path().join("repro");
-    let out = run(cmd(tmp.path())
-        .args(["reproduce"])
-        .arg(&report)
-        .arg("--repo")
-        .arg(&repo_dir)
-        .args(["--runs", "1", "--no-minimize", "--context", "1", "--out"])
-        .arg(&out_dir)
-        .arg("--llm")
-        .arg(format!("openai:fake@{}", server.base_url())));
+    // `reproduce --context N` with a fake model that plans, then writes the good script.
+    let reproduce = |context: &str| {
+        let server =
+            FakeServer::start_background(Flavor::OpenAi, [plan(), FakeReply::Text(fenced(GOOD))]);
+        let out = run(cmd(tmp.path())
+            .args(["reproduce"])
+            .arg(&report)
+            .arg("--repo")
+            .arg(&repo_dir)
+            .args([
+                "--runs",
+                "1",
+                "--no-minimize",
+                "--context",
+                context,
+                "--out",
+            ])
+            .arg(&out_dir)
+            .arg("--llm")
+            .arg(format!("openai:fake@{}", server.base_url())));
+        (server, out)
+    };
+    let (server, out) = reproduce("1");
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -415,17 +427,7 @@ fn the_prompt_holds_the_repos_definitions_that_the_traceback_names() {
     assert_eq!(attempts["context"][0]["name"], "discriminator_head");
 
     // --context 0: no code in the prompt.
-    let server =
-        FakeServer::start_background(Flavor::OpenAi, [plan(), FakeReply::Text(fenced(GOOD))]);
-    let out = run(cmd(tmp.path())
-        .args(["reproduce"])
-        .arg(&report)
-        .arg("--repo")
-        .arg(&repo_dir)
-        .args(["--runs", "1", "--no-minimize", "--context", "0", "--out"])
-        .arg(&out_dir)
-        .arg("--llm")
-        .arg(format!("openai:fake@{}", server.base_url())));
+    let (server, out) = reproduce("0");
     assert_eq!(out.status.code(), Some(0));
     let first = server.requests()[0].body["messages"].to_string();
     assert!(!first.contains("<context"), "{first}");

@@ -4,12 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
 use reprolab_exec::PythonEnv;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::error::Infrastructure;
+use crate::error::ScaffoldError;
+
+type Result<T> = std::result::Result<T, ScaffoldError>;
 
 /// One top-level function.
 #[derive(Debug, Deserialize)]
@@ -64,10 +65,6 @@ impl Entry {
     }
 }
 
-const CONTRACT: &str = "reprolab calls a top-level function FUNCTION(config, seed): config is \
-the dict of config.json, seed an int, and it returns {\"search\": METRIC, \"holdout\": METRIC} \
-(the metric on two held-out splits)";
-
 /// Scan one script with the managed Python.
 pub fn scan(env: &PythonEnv, path: &Path) -> Result<Script> {
     let mut cmd = std::process::Command::new(&env.python);
@@ -75,29 +72,31 @@ pub fn scan(env: &PythonEnv, path: &Path) -> Result<Script> {
     if let Some(p) = &env.pythonpath {
         cmd.env("PYTHONPATH", p);
     }
-    let out = cmd
-        .output()
-        .with_context(|| format!("running {}", env.python.display()))
-        .context(Infrastructure("reading the training script"))?;
+    let out = cmd.output().map_err(|source| ScaffoldError::Start {
+        python: env.python.clone(),
+        source,
+    })?;
+    let stderr = || String::from_utf8_lossy(&out.stderr).trim().to_string();
     match out.status.code() {
-        Some(0) => serde_json::from_slice(&out.stdout)
-            .context("unreadable output of python -m reprolab.scaffold")
-            .context(Infrastructure("reading the training script")),
+        Some(0) => {
+            serde_json::from_slice(&out.stdout).map_err(|source| ScaffoldError::Output { source })
+        }
         // The scaffold's own verdict on the file (unreadable, a syntax error): the user's to fix.
-        Some(2) => bail!("{}", String::from_utf8_lossy(&out.stderr).trim()),
-        _ => Err(anyhow::anyhow!(
-            "python -m reprolab.scaffold {} failed: {}",
-            path.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-        .context(Infrastructure("reading the training script")),
+        Some(2) => Err(ScaffoldError::Script(stderr())),
+        _ => Err(ScaffoldError::Failed {
+            path: path.to_path_buf(),
+            stderr: stderr(),
+        }),
     }
 }
 
 /// The `.py` files directly in `dir`, sorted (`init` looks at the script, not at a package).
 fn python_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("{}: cannot list the directory", dir.display()))?
+        .map_err(|source| ScaffoldError::List {
+            dir: dir.to_path_buf(),
+            source,
+        })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "py"))
         .collect();
@@ -124,35 +123,36 @@ fn entry_of(file: String, script: &mut Script, function: &str) -> Entry {
 /// function with at least two parameters.
 fn named(env: &PythonEnv, dir: &Path, spec: &str) -> Result<Entry> {
     let Some((file, function)) = spec.rsplit_once(':') else {
-        bail!("--entry {spec:?}: expected FILE.py:FUNCTION, like train.py:train");
+        return Err(ScaffoldError::EntrySpec { spec: spec.into() });
     };
     let path = dir.join(file);
     if !file.ends_with(".py") || !path.is_file() {
-        bail!(
-            "--entry {spec:?}: {} is not a Python file in {}",
-            path.display(),
-            dir.display()
-        );
+        return Err(ScaffoldError::EntryFile {
+            spec: spec.into(),
+            path,
+            dir: dir.to_path_buf(),
+        });
     }
     let mut script = scan(env, &path)?;
     let Some(f) = script.functions.iter().find(|f| f.name == function) else {
         let found: Vec<String> = script.functions.iter().map(describe).collect();
-        bail!(
-            "--entry {spec:?}: {file} has no top-level function {function:?}; {CONTRACT}. \
-             Its top-level functions: {}",
-            list_or_none(&found)
-        );
+        return Err(ScaffoldError::EntryMissing {
+            spec: spec.into(),
+            file: file.into(),
+            function: function.into(),
+            found: list_or_none(&found),
+        });
     };
     if f.params.len() < 2 {
-        bail!(
-            "--entry {spec:?}: {} takes {}; {CONTRACT}",
-            describe(f),
-            if f.params.is_empty() {
+        return Err(ScaffoldError::EntryParameters {
+            spec: spec.into(),
+            function: describe(f),
+            takes: if f.params.is_empty() {
                 "no parameter".to_string()
             } else {
                 format!("only ({})", f.params.join(", "))
-            }
-        );
+            },
+        });
     }
     Ok(entry_of(file.to_string(), &mut script, function))
 }
@@ -178,10 +178,9 @@ pub fn choose(env: &PythonEnv, dir: &Path, spec: Option<&str>) -> Result<Entry> 
     }
     let files = python_files(dir)?;
     if files.is_empty() {
-        bail!(
-            "{}: no .py file here; put the training script in this directory ({CONTRACT})",
-            dir.display()
-        );
+        return Err(ScaffoldError::NoScript {
+            dir: dir.to_path_buf(),
+        });
     }
     let mut scripts = Vec::new();
     for path in &files {
@@ -212,23 +211,17 @@ pub fn choose(env: &PythonEnv, dir: &Path, spec: Option<&str>) -> Result<Entry> 
                         .map(move |f| format!("{file}: {}", describe(f)))
                 })
                 .collect();
-            bail!(
-                "{}: no function to call: {CONTRACT}. Found no top-level function taking \
-                 (config, seed); top-level functions: {}. Wrap the training in such a function, \
-                 or name one with --entry FILE.py:FUNCTION",
-                dir.display(),
-                list_or_none(&found)
-            )
+            Err(ScaffoldError::NoCandidate {
+                dir: dir.to_path_buf(),
+                found: list_or_none(&found),
+            })
         }
         several => {
             let specs: Vec<String> = several.iter().map(|(_, s)| s.clone()).collect();
-            bail!(
-                "{}: several functions take (config, seed): {}; name the one to call with \
-                 --entry, e.g. --entry {}",
-                dir.display(),
-                specs.join(", "),
-                specs[0]
-            )
+            Err(ScaffoldError::Several {
+                dir: dir.to_path_buf(),
+                specs,
+            })
         }
     }
 }

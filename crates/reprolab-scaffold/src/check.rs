@@ -59,10 +59,23 @@ pub fn advice(subject: &Subject, outcome: &Outcome) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// A subject whose entry is `train.py:train`, as `init` writes it.
     fn subject() -> Subject {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-linear");
-        Subject::load(&dir).unwrap()
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("train.py"),
+            "def train(config, seed): pass\n",
+        )
+        .unwrap();
+        let entry = crate::Entry {
+            file: "train.py".into(),
+            function: "train".into(),
+            keys: Vec::new(),
+            dynamic: 0,
+            framework: "pytorch".into(),
+        };
+        crate::write(dir.path(), &crate::scaffold("s", &entry), false).unwrap();
+        Subject::load(dir.path()).unwrap()
     }
 
     fn exception(kind: &str, message: &str) -> Outcome {

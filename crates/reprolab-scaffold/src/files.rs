@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use serde_json::{Map, Value};
 
-use super::scan::Entry;
-use super::space;
+use crate::ScaffoldError;
+use crate::scan::Entry;
+use crate::space;
 
 /// What `init` will write, and what it could not.
 pub struct Scaffold {
@@ -132,7 +132,7 @@ pub struct Written {
 }
 
 /// Write the files into `dir`; an existing one is kept (and listed) unless `force`.
-pub fn write(dir: &Path, s: &Scaffold, force: bool) -> Result<Written> {
+pub fn write(dir: &Path, s: &Scaffold, force: bool) -> Result<Written, ScaffoldError> {
     let mut out = Written {
         written: Vec::new(),
         kept: Vec::new(),
@@ -147,7 +147,9 @@ pub fn write(dir: &Path, s: &Scaffold, force: bool) -> Result<Written> {
             out.kept.push(path);
             continue;
         }
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        if let Err(source) = std::fs::write(&path, text) {
+            return Err(ScaffoldError::Write { path, source });
+        }
         out.written.push(path);
     }
     Ok(out)
@@ -156,7 +158,7 @@ pub fn write(dir: &Path, s: &Scaffold, force: bool) -> Result<Written> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::init::scan::Key;
+    use crate::scan::Key;
     use serde_json::json;
 
     fn key(name: &str, value: Option<Value>) -> Key {

@@ -1,10 +1,6 @@
 //! `reprolab init`: make a subject of an existing training script (find the callable, write
-//! the manifest, config and README), then train it once to check the contract.
-
-mod check;
-mod files;
-mod scan;
-mod space;
+//! the manifest, config and README), then train it once to check the contract. The scaffolding
+//! is `reprolab_scaffold`'s; this module wires the flags, runs the check and prints.
 
 use std::process::ExitCode;
 
@@ -12,23 +8,12 @@ use anyhow::{Result, bail};
 use reprolab_core::Split;
 use reprolab_core::manifest::Subject;
 use reprolab_exec::Mode;
+use reprolab_scaffold as scaffold;
 use serde_json::json;
 
 use crate::cli::{Global, InitArgs};
 use crate::context;
 use crate::table::num;
-
-/// The files' names (they all lie in the subject directory, named once).
-fn shown(paths: &[std::path::PathBuf]) -> String {
-    paths
-        .iter()
-        .map(|p| {
-            p.file_name()
-                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
 
 pub async fn run(g: &Global, a: &InitArgs) -> Result<ExitCode> {
     if !a.dir.is_dir() {
@@ -38,43 +23,19 @@ pub async fn run(g: &Global, a: &InitArgs) -> Result<ExitCode> {
         );
     }
     let env = context::python_env(g).await?;
-    let entry = scan::choose(&env, &a.dir, a.entry.as_deref())?;
-    let name = files::subject_name(&a.dir);
-    let scaffold = files::scaffold(&name, &entry);
-    let written = files::write(&a.dir, &scaffold, a.force)?;
-
-    let mut notes = Vec::new();
-    if !written.kept.is_empty() {
-        notes.push(format!(
-            "kept (already there; --force overwrites): {}",
-            shown(&written.kept)
-        ));
-    }
-    // What the scaffold says about the space and the config holds only where it wrote them.
-    let manifest_written = written.written.iter().any(|p| p.ends_with("reprolab.toml"));
-    if manifest_written && !scaffold.known.is_empty() {
-        notes.push(format!(
-            "the study's values and fault types for: {}",
-            scaffold.known.join(", ")
-        ));
-    }
-    if manifest_written && !scaffold.unvalued.is_empty() {
-        notes.push(format!(
-            "read without a literal value, left out of config.json and [space] (add them): {}",
-            scaffold.unvalued.join(", ")
-        ));
-    }
-    if entry.dynamic > 0 {
-        notes.push(format!(
-            "{} config reads with a computed key (like config[f\"act{{i}}\"]): add those keys \
-             to config.json and [space] by hand",
-            entry.dynamic
-        ));
-    }
+    let entry = scaffold::choose(&env, &a.dir, a.entry.as_deref())?;
+    let name = scaffold::subject_name(&a.dir);
+    let files = scaffold::scaffold(&name, &entry);
+    let written = scaffold::write(&a.dir, &files, a.force)?;
+    let notes = scaffold::notes(&entry, &files, &written);
     if !g.json {
         println!("{name}: entry {}", entry.spec());
         if !written.written.is_empty() {
-            println!("wrote {} in {}", shown(&written.written), a.dir.display());
+            println!(
+                "wrote {} in {}",
+                scaffold::file_names(&written.written),
+                a.dir.display()
+            );
         }
         for n in &notes {
             println!("{n}");
@@ -99,12 +60,12 @@ pub async fn run(g: &Global, a: &InitArgs) -> Result<ExitCode> {
         .first()
         .ok_or_else(|| anyhow::anyhow!("the check training returned nothing"))?;
     let outcome = &e.record.outcome;
-    let advice = check::advice(&subject, outcome);
+    let advice = scaffold::advice(&subject, outcome);
     if g.json {
         let out = json!({
             "subject": name, "entry": entry.spec(),
             "written": written.written, "kept": written.kept,
-            "known": scaffold.known, "unvalued": scaffold.unvalued, "dynamic": entry.dynamic,
+            "known": files.known, "unvalued": files.unvalued, "dynamic": entry.dynamic,
             "check": {"outcome": outcome, "duration_s": e.record.duration_s, "advice": advice},
         });
         println!("{}", serde_json::to_string_pretty(&out)?);

@@ -20,6 +20,32 @@ enum Known {
     Units,
 }
 
+/// The hyperparameters the study chooses among values for: the names scripts give them, the
+/// fault type and the study's values.
+const CHOICES: [(&[&str], &str, &[&str]); 5] = [
+    (
+        &["optimizer", "optimiser", "optim", "opt"],
+        "OCH",
+        OPTIMIZERS,
+    ),
+    (
+        &["loss", "loss_fn", "loss_function", "criterion"],
+        "LCH",
+        LOSSES,
+    ),
+    (&["act", "activation", "activation_fn"], "ACH", ACTIVATIONS),
+    (
+        &["ki", "kernel_init", "kernel_initializer", "weight_init"],
+        "WCI",
+        INITIALIZERS,
+    ),
+    (
+        &["bi", "bias_init", "bias_initializer"],
+        "BCI",
+        INITIALIZERS,
+    ),
+];
+
 fn known(name: &str) -> Option<(Known, Option<u32>)> {
     let lower = name.to_ascii_lowercase();
     let stem = lower.trim_end_matches(|c: char| c.is_ascii_digit());
@@ -30,28 +56,11 @@ fn known(name: &str) -> Option<(Known, Option<u32>)> {
         "lr" | "learning_rate" | "learningrate" => Known::LearningRate,
         "batch_size" | "batchsize" | "bs" => Known::BatchSize,
         "epochs" | "num_epochs" | "n_epochs" | "max_epochs" | "nb_epoch" | "epoch" => Known::Epochs,
-        "optimizer" | "optimiser" | "optim" | "opt" => Known::Choice {
-            fault: "OCH",
-            values: OPTIMIZERS,
-        },
-        "loss" | "loss_fn" | "loss_function" | "criterion" => Known::Choice {
-            fault: "LCH",
-            values: LOSSES,
-        },
-        "act" | "activation" | "activation_fn" => Known::Choice {
-            fault: "ACH",
-            values: ACTIVATIONS,
-        },
-        "ki" | "kernel_init" | "kernel_initializer" | "weight_init" => Known::Choice {
-            fault: "WCI",
-            values: INITIALIZERS,
-        },
-        "bi" | "bias_init" | "bias_initializer" => Known::Choice {
-            fault: "BCI",
-            values: INITIALIZERS,
-        },
         "unit" | "units" | "hidden" | "hidden_size" | "hidden_units" => Known::Units,
-        _ => return None,
+        _ => {
+            let (_, fault, values) = CHOICES.iter().find(|(names, ..)| names.contains(&stem))?;
+            Known::Choice { fault, values }
+        }
     };
     // Only layer-specific fault types take a layer (HLR(1) is not a label).
     let layered = matches!(kind, Known::Units)
@@ -203,6 +212,20 @@ mod tests {
         );
         // Not layer-specific: no layer even with digits.
         assert!(!entry("lr2", &json!(0.1)).unwrap().toml.contains("layer"));
+        // Each choice hyperparameter by one of its other names.
+        for (name, fault) in [
+            ("optim", "OCH"),
+            ("criterion", "LCH"),
+            ("activation_fn", "ACH"),
+            ("weight_init", "WCI"),
+            ("bias_initializer", "BCI"),
+        ] {
+            let e = entry(name, &json!("x")).unwrap();
+            assert!(
+                e.known && e.toml.contains(&format!("fault = \"{fault}\"")),
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,112 @@
+//! Scaffolding a subject from an existing training script, as `reprolab init` does it: scan the
+//! scripts with `python -m reprolab.scaffold` ([`scan`]), choose the `(config, seed)` callable
+//! ([`scan::choose`]), propose a `[space]` entry per config key ([`space`]), write
+//! `reprolab.toml`, `config.json` and `README.md` ([`files`]), and turn a failed first training
+//! into what to change ([`check::advice`]). The binary only wires the flags, runs the check
+//! training and prints.
+
+pub mod check;
+mod error;
+pub mod files;
+pub mod scan;
+pub mod space;
+
+use std::path::PathBuf;
+
+pub use check::advice;
+pub use error::ScaffoldError;
+pub use files::{Scaffold, Written, scaffold, subject_name, write};
+pub use scan::{Entry, choose};
+
+/// The files' names, joined with ", " (they all lie in the subject directory, named once).
+pub fn file_names(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| {
+            p.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What `init` tells the user besides the files it wrote: the files it kept, and, where it
+/// wrote the manifest, the keys given the study's values, the keys left out for want of a
+/// value, and the reads whose key is computed.
+pub fn notes(entry: &Entry, scaffold: &Scaffold, written: &Written) -> Vec<String> {
+    let mut notes = Vec::new();
+    if !written.kept.is_empty() {
+        notes.push(format!(
+            "kept (already there; --force overwrites): {}",
+            file_names(&written.kept)
+        ));
+    }
+    // What the scaffold says about the space and the config holds only where it wrote them.
+    let manifest_written = written.written.iter().any(|p| p.ends_with("reprolab.toml"));
+    if manifest_written && !scaffold.known.is_empty() {
+        notes.push(format!(
+            "the study's values and fault types for: {}",
+            scaffold.known.join(", ")
+        ));
+    }
+    if manifest_written && !scaffold.unvalued.is_empty() {
+        notes.push(format!(
+            "read without a literal value, left out of config.json and [space] (add them): {}",
+            scaffold.unvalued.join(", ")
+        ));
+    }
+    if entry.dynamic > 0 {
+        notes.push(format!(
+            "{} config reads with a computed key (like config[f\"act{{i}}\"]): add those keys \
+             to config.json and [space] by hand",
+            entry.dynamic
+        ));
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::Key;
+    use serde_json::json;
+
+    #[test]
+    fn notes_speak_of_the_manifest_only_where_it_was_written() {
+        let entry = Entry {
+            file: "train.py".into(),
+            function: "train".into(),
+            keys: vec![
+                Key {
+                    key: "lr".into(),
+                    value: Some(json!(0.1)),
+                },
+                Key {
+                    key: "data".into(),
+                    value: None,
+                },
+            ],
+            dynamic: 2,
+            framework: "pytorch".into(),
+        };
+        let s = scaffold("x", &entry);
+        let wrote = Written {
+            written: vec!["d/reprolab.toml".into(), "d/config.json".into()],
+            kept: vec!["d/README.md".into()],
+        };
+        let said = notes(&entry, &s, &wrote);
+        assert_eq!(said.len(), 4, "{said:?}");
+        assert_eq!(
+            said[0],
+            "kept (already there; --force overwrites): README.md"
+        );
+        assert!(said[1].ends_with(": lr") && said[2].ends_with(": data"));
+        assert!(said[3].starts_with("2 config reads with a computed key"));
+        let kept = Written {
+            written: Vec::new(),
+            kept: vec!["d/reprolab.toml".into()],
+        };
+        assert_eq!(notes(&entry, &s, &kept).len(), 2);
+        assert_eq!(file_names(&wrote.written), "reprolab.toml, config.json");
+    }
+}
