@@ -207,67 +207,23 @@ async fn serve(slot: usize, ctx: Serve) {
         let id = format!("e{n}");
         let workdir = scratch.join(&id);
         // A caller that went away cancels its run: skipped while queued, its child ended if it
-        // started (`reply.closed()`), so that the worker is free for what is still wanted.
-        match queued {
-            Queued::Eval { job, mut reply } => {
-                if reply.is_closed() {
-                    continue;
-                }
-                let task = Task::Eval(&job);
-                let result = run_with_retry(
-                    &env,
-                    &scratch,
-                    &mut worker,
-                    &task,
-                    &id,
-                    &failures,
-                    reply.closed(),
-                )
-                .await;
-                let finished = match result {
-                    Ok(Done::Eval(f)) => Some(f),
-                    Ok(Done::Script(_)) => unreachable!("an evaluation answers with its result"),
-                    Err(Failed::KilledWorker(tries, message)) => {
-                        Some(killed_its_worker(tries, &message))
-                    }
-                    Err(Failed::Infra(message)) => Some(infra(message)),
-                    Err(Failed::Cancelled) => None,
-                };
-                let _ = std::fs::remove_dir_all(&workdir);
-                if let Some(finished) = finished {
-                    let _ = reply.send(finished);
-                }
-            }
-            Queued::Script { job, mut reply } => {
-                if reply.is_closed() {
-                    continue;
-                }
-                let task = Task::Script(&job);
-                let result = run_with_retry(
-                    &env,
-                    &scratch,
-                    &mut worker,
-                    &task,
-                    &id,
-                    &failures,
-                    reply.closed(),
-                )
-                .await;
-                let run = match result {
-                    Ok(Done::Script(forked)) => Some(Ok(script_run(forked, &workdir, &job.keep))),
-                    Ok(Done::Eval(_)) => unreachable!("a script run answers with its process"),
-                    Err(Failed::KilledWorker(tries, message)) => {
-                        Some(Err(ScriptFailure::KilledWorker { tries, message }))
-                    }
-                    Err(Failed::Infra(message)) => Some(Err(ScriptFailure::Infra(message))),
-                    Err(Failed::Cancelled) => None,
-                };
-                let _ = std::fs::remove_dir_all(&workdir);
-                if let Some(run) = run {
-                    let _ = reply.send(run);
-                }
-            }
+        // started (`closed()`), so that the worker is free for what is still wanted.
+        let (task, mut reply) = queued.split();
+        if reply.is_closed() {
+            continue;
         }
+        let result = run_with_retry(
+            &env,
+            &scratch,
+            &mut worker,
+            &task,
+            &id,
+            &failures,
+            reply.closed(),
+        )
+        .await;
+        reply.send(result, &workdir);
+        let _ = std::fs::remove_dir_all(&workdir);
     }
     if let Some(w) = worker {
         w.shutdown().await;
@@ -275,9 +231,77 @@ async fn serve(slot: usize, ctx: Serve) {
 }
 
 /// What a worker is asked to do.
-enum Task<'a> {
-    Eval(&'a Job),
-    Script(&'a ScriptJob),
+enum Task {
+    Eval(Job),
+    Script(ScriptJob),
+}
+
+/// Who waits for a task's answer.
+enum Reply {
+    Eval(oneshot::Sender<Finished>),
+    /// With the job's `keep`, where the run's files go.
+    Script(oneshot::Sender<Result<ScriptRun, ScriptFailure>>, PathBuf),
+}
+
+impl Queued {
+    fn split(self) -> (Task, Reply) {
+        match self {
+            Queued::Eval { job, reply } => (Task::Eval(job), Reply::Eval(reply)),
+            Queued::Script { job, reply } => {
+                let keep = job.keep.clone();
+                (Task::Script(job), Reply::Script(reply, keep))
+            }
+        }
+    }
+}
+
+impl Reply {
+    fn is_closed(&self) -> bool {
+        match self {
+            Reply::Eval(r) => r.is_closed(),
+            Reply::Script(r, _) => r.is_closed(),
+        }
+    }
+
+    /// Resolves when the caller has gone.
+    async fn closed(&mut self) {
+        match self {
+            Reply::Eval(r) => r.closed().await,
+            Reply::Script(r, _) => r.closed().await,
+        }
+    }
+
+    /// Answer with what the task's run came to (nothing when it was cancelled); a script run's
+    /// files go to `keep` before `workdir` is removed.
+    fn send(self, result: Result<Done, Failed>, workdir: &Path) {
+        if matches!(result, Err(Failed::Cancelled)) {
+            return;
+        }
+        match self {
+            Reply::Eval(r) => {
+                let _ = r.send(match result {
+                    Ok(Done::Eval(f)) => f,
+                    Err(Failed::KilledWorker(tries, message)) => killed_its_worker(tries, &message),
+                    Err(Failed::Infra(message)) => infra(message),
+                    Ok(Done::Script(_)) | Err(Failed::Cancelled) => {
+                        unreachable!("an evaluation answers with its result")
+                    }
+                });
+            }
+            Reply::Script(r, keep) => {
+                let _ = r.send(match result {
+                    Ok(Done::Script(forked)) => Ok(script_run(forked, workdir, &keep)),
+                    Err(Failed::KilledWorker(tries, message)) => {
+                        Err(ScriptFailure::KilledWorker { tries, message })
+                    }
+                    Err(Failed::Infra(message)) => Err(ScriptFailure::Infra(message)),
+                    Ok(Done::Eval(_)) | Err(Failed::Cancelled) => {
+                        unreachable!("a script run answers with its process")
+                    }
+                });
+            }
+        }
+    }
 }
 
 enum Done {
@@ -317,7 +341,7 @@ fn script_run(forked: Forked, workdir: &Path, keep: &Path) -> ScriptRun {
 }
 
 /// Prepare the work directory of a task (a script run's script and output directory).
-fn prepare(task: &Task<'_>, workdir: &Path) -> std::io::Result<()> {
+fn prepare(task: &Task, workdir: &Path) -> std::io::Result<()> {
     let _ = std::fs::remove_dir_all(workdir);
     std::fs::create_dir_all(workdir)?;
     if let Task::Script(job) = task {
@@ -331,7 +355,7 @@ async fn run_with_retry(
     env: &PythonEnv,
     scratch: &Path,
     worker: &mut Option<Worker>,
-    task: &Task<'_>,
+    task: &Task,
     id: &str,
     failures: &AtomicU64,
     cancel: impl Future<Output = ()>,

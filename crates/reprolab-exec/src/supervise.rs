@@ -137,6 +137,13 @@ pub async fn supervise_until<T>(
 mod tests {
     use super::*;
 
+    /// Limits no test run comes near.
+    const LIMITS: Limits = Limits {
+        timeout_s: 120.0,
+        memory_mb: 4096,
+        output_mb: 4,
+    };
+
     #[tokio::test]
     async fn a_cancelled_run_is_ended_at_once_and_says_so() {
         let dir = tempfile::tempdir().unwrap();
@@ -146,14 +153,9 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = child.id().unwrap() as i32;
-        let limits = Limits {
-            timeout_s: 120.0,
-            memory_mb: 4096,
-            output_mb: 4,
-        };
         let sup = supervise_until(
             Tree::whole(pid),
-            &limits,
+            &LIMITS,
             &output,
             child.wait(),
             Duration::from_secs(10),
@@ -171,14 +173,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut child = tokio::process::Command::new("true").spawn().unwrap();
         let pid = child.id().unwrap() as i32;
-        let limits = Limits {
-            timeout_s: 120.0,
-            memory_mb: 4096,
-            output_mb: 4,
-        };
         let sup = supervise_until(
             Tree::whole(pid),
-            &limits,
+            &LIMITS,
             &dir.path().join("output.log"),
             child.wait(),
             Duration::from_secs(10),
