@@ -192,6 +192,12 @@ fn bench_repair_writes_the_report_and_resumes_after_a_kill() {
     args(&mut cmd);
     let out = run(&mut cmd);
     assert!(out.status.success());
+    let done = before.lines().count();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!("resuming: {done} of 4 cells are already in")),
+        "{said}"
+    );
     let after = std::fs::read_to_string(&results).unwrap();
     assert_eq!(
         after.lines().count(),

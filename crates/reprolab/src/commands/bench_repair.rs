@@ -111,8 +111,16 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
         }
     }
     let ev = context::evaluator(g).await?;
+    let already = total - cells.len();
+    if already > 0 {
+        // Said once, so that a reused --out is never mistaken for a fresh run.
+        eprintln!(
+            "resuming: {already} of {total} cells are already in {}",
+            a.out.join("results.jsonl").display()
+        );
+    }
     let pb = progress::bar(total as u64, "bench repair", g.json);
-    pb.inc(done.len().min(total) as u64);
+    pb.inc(already as u64);
     // Cells run `--cells` at a time; each appends its row the moment it is known.
     let finished = std::sync::Mutex::new((&mut results, &mut rows));
     let record = |row: Row| -> Result<()> {
