@@ -389,16 +389,8 @@ pub fn detect_named(
             );
         }
     }
-    let acc: Vec<f64> = records
-        .iter()
-        .filter_map(|r| r.acc)
-        .filter(|x| x.is_finite())
-        .collect();
-    let val: Vec<f64> = records
-        .iter()
-        .filter_map(|r| r.val_acc)
-        .filter(|x| x.is_finite())
-        .collect();
+    let acc = finite(records, |r| r.acc);
+    let val = finite(records, |r| r.val_acc);
     if acc.len() >= 2 {
         let max_acc = acc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let max_val = val.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -437,8 +429,9 @@ pub fn detect_named(
     out
 }
 
-/// [`detect_named`] for a subject's task: a regression is also checked for a bounded output
-/// ([`SymptomKind::BoundedOutput`]), which only the task tells from a confident classifier.
+/// [`detect_named`] for a subject's task, plus the checks only the rules engine reads: a
+/// crawling loss, stuck predictions (classification) and a bounded output (regression; only the
+/// task tells it from a confident classifier).
 pub fn detect_for(
     records: &[EpochRecord],
     th: &Thresholds,
@@ -454,7 +447,6 @@ pub fn detect_for(
     {
         out.push(Symptom::new(SymptomKind::StuckPredictions, why));
     }
-    out.sort_by_key(|s| s.kind);
     if task == Task::Regression
         && let Some((j, act, why)) = output_layer(records)
             .and_then(|(j, act)| bounded_output(records, &act).map(|why| (j, act, why)))
@@ -468,8 +460,8 @@ pub fn detect_for(
             SymptomKind::BoundedOutput,
             format!("regression output layer {layer} ({act}) is bounded: {why}"),
         ));
-        out.sort_by_key(|s| s.kind);
     }
+    out.sort_by_key(|s| s.kind);
     out
 }
 
@@ -581,11 +573,7 @@ pub fn bounded_output(records: &[EpochRecord], act: &str) -> Option<String> {
     };
     let sat = series(|l| l.saturated_frac);
     let hot = sat.iter().filter(|v| **v >= 0.5).count();
-    let loss: Vec<f64> = records
-        .iter()
-        .filter_map(|r| r.loss)
-        .filter(|x| x.is_finite())
-        .collect();
+    let loss = finite(records, |r| r.loss);
     if sat.len() >= 2 && hot * 2 >= sat.len() {
         return Some(format!("saturated in {hot} of {} epochs", sat.len()));
     }

@@ -17,6 +17,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::*;
+use reprolab_llm::fake::{FakeReply, FakeServer, Flavor};
 use serde_json::{Value, json};
 
 /// A secret in the cluster's own environment, which subject code must not see.
@@ -163,7 +164,11 @@ fn spawn_for_the_test_run(mut cmd: Command, ready: &'static str) -> Result<(), S
 
 /// reprolab with Ray's settings for the test cluster.
 fn on_ray(dir: &Path, cluster: &Cluster) -> Command {
-    let mut cmd = reprolab(dir);
+    with_ray(reprolab(dir), cluster)
+}
+
+/// `cmd` with Ray's settings for the test cluster.
+fn with_ray(mut cmd: Command, cluster: &Cluster) -> Command {
     cmd.args(["--backend", "ray", "--ray-address", &cluster.address])
         .env("RAY_AUTH_MODE", "disabled");
     cmd
@@ -577,28 +582,20 @@ fn paper_probes_and_smoke_runs_run_on_ray_nodes_with_the_local_verdicts() {
 
     // `paper implement`'s smoke run: the entry passes only where a Ray node unpacked the code.
     let train = "import os\nassert 'reprolab-ray-subjects' in os.getcwd(), os.getcwd()\nprint('loss: 0.5')\n";
-    let server = reprolab_llm::fake::FakeServer::start_background(
-        reprolab_llm::fake::Flavor::OpenAi,
+    let server = FakeServer::start_background(
+        Flavor::OpenAi,
         [
-            reprolab_llm::fake::FakeReply::Text(
+            FakeReply::Text(
                 json!({"files": [{"path": "sm.py", "purpose": "smoothing"},
                                  {"path": "train.py", "purpose": "entry"}],
                        "entry": "train.py"})
                 .to_string(),
             ),
-            reprolab_llm::fake::FakeReply::Text("```python\nEPSILON = 0.1\n```\n".into()),
-            reprolab_llm::fake::FakeReply::Text(format!("```python\n{train}```\n")),
+            FakeReply::Text("```python\nEPSILON = 0.1\n```\n".into()),
+            FakeReply::Text(format!("```python\n{train}```\n")),
         ],
     );
-    let mut implement = on_ray(dir, cluster);
-    for var in [
-        "REPROLAB_LLM",
-        "REPROLAB_LLM_CONFIG",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-    ] {
-        implement.env_remove(var);
-    }
+    let mut implement = with_ray(reprolab_without_llm_settings(dir), cluster);
     let out = run(implement.args([
         "--json",
         "paper",
