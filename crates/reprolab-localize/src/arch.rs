@@ -2,7 +2,7 @@
 //! `unit<i>`, `layer<i>`, `optimizer`, `lr`, `loss`, `batch_size`, `epochs`), plus suggestion
 //! helpers that only propose values the subject's search space accepts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use reprolab_core::{Config, ParamKind, Subject};
 use serde_json::Value;
@@ -61,6 +61,9 @@ pub(crate) struct Arch<'a> {
     pub acts: BTreeMap<u32, String>,
     /// The output layer's index: the largest `act<i>` index.
     pub last: Option<u32>,
+    /// Keys the config lacks that were read from the traced program (`crate::program`): a
+    /// change to one of them is a change to the program's code.
+    pub from_program: BTreeSet<String>,
 }
 
 impl<'a> Arch<'a> {
@@ -82,6 +85,19 @@ impl<'a> Arch<'a> {
             config,
             acts,
             last,
+            from_program: BTreeSet::new(),
+        }
+    }
+
+    /// A config completed from the traced program ([`crate::program::complete`]).
+    pub fn with_program(
+        subject: &'a Subject,
+        config: &'a Config,
+        from_program: BTreeSet<String>,
+    ) -> Self {
+        Arch {
+            from_program,
+            ..Arch::new(subject, config)
         }
     }
 
@@ -146,6 +162,11 @@ impl<'a> Arch<'a> {
             current.is_none_or(|cur| !same(cur, c)) && param.is_none_or(|p| p.contains(c))
         })?;
         Some(match current {
+            Some(cur) if self.from_program.contains(key) => format!(
+                "{key} (in the program, not in the config): {} -> {}",
+                show(cur),
+                show(pick)
+            ),
             Some(cur) => format!("{key}: {} -> {}", show(cur), show(pick)),
             // The program fixes it itself: the change goes into its code, not config.json.
             None => format!(

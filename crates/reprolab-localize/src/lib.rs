@@ -22,7 +22,8 @@
 //! * this file: [`localize`] (static + dynamic, merged), [`merge`], [`rank_to_types`], the FL
 //!   metrics; [`Suspect`] and [`THRESHOLD`] are `reprolab_core`'s (shared with FL-guided repair).
 //! * [`rules`]: the static rules; [`monitors`]: the dynamic monitors and [`layer_map`];
-//!   `arch` (private): the layer structure a config describes.
+//!   `arch` (private): the layer structure a config describes; [`program`]: the config completed
+//!   with what a trace records of the program itself (a Keras model's layers, loss, optimizer).
 //! * [`llm`]: localisation by an LLM, its answer mapped onto the space.
 //!
 //! Depends on `reprolab-core` and `reprolab-llm` only (not on `reprolab-repair`).
@@ -30,6 +31,7 @@
 mod arch;
 pub mod llm;
 pub mod monitors;
+pub mod program;
 pub mod rules;
 
 use std::collections::BTreeSet;
@@ -38,21 +40,25 @@ use reprolab_core::{Config, FaultLabel, FaultType, Subject, normalize_type};
 use serde::{Deserialize, Serialize};
 
 pub use monitors::{LayerMap, dynamic_monitors, layer_map};
-pub use rules::static_rules;
+pub use rules::{static_rules, static_rules_traced};
 
 pub use reprolab_core::suspect::{Suspect, THRESHOLD};
 
-/// Static and dynamic suspects merged: [`static_rules`], plus [`dynamic_monitors`] when a trace
-/// is given.
+/// Static and dynamic suspects merged: [`static_rules`], or with a trace
+/// [`static_rules_traced`] (the config completed with what the trace records of the program)
+/// and [`dynamic_monitors`].
 pub fn localize(
     subject: &Subject,
     config: &Config,
     trace: Option<&[serde_json::Value]>,
 ) -> Vec<Suspect> {
-    let mut lists = vec![static_rules(subject, config)];
-    if let Some(t) = trace {
-        lists.push(dynamic_monitors(subject, config, t));
-    }
+    let lists = match trace {
+        None => vec![static_rules(subject, config)],
+        Some(t) => vec![
+            static_rules_traced(subject, config, t),
+            dynamic_monitors(subject, config, t),
+        ],
+    };
     merge(&lists)
 }
 

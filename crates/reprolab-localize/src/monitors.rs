@@ -421,9 +421,12 @@ pub fn dynamic_monitors(subject: &Subject, config: &Config, trace: &[Value]) -> 
         .max_by_key(|r| r.layers.len())
         .map(|r| r.layers.clone())
         .unwrap_or_default();
+    // A Keras program's own layers, loss and optimizer where the config does not name them.
+    let completed = crate::program::complete(config, trace);
+    let config = &completed.config;
     let map = layer_map(config, &widest);
     let mut cx = Ctx {
-        a: Arch::new(subject, config),
+        a: Arch::with_program(subject, config, completed.from_program.clone()),
         records,
         map,
         out: Vec::new(),

@@ -4,7 +4,7 @@
 //! | id | fires when | suspects |
 //! |---|---|---|
 //! | `out-softmax-binary-ce` | classification, output softmax, loss binary_crossentropy | ACH(last) 0.7 (0.9 when `unit<last>` = 1), LCH 0.4 |
-//! | `out-sigmoid-categorical-ce` | classification, output sigmoid/hard_sigmoid, loss (sparse_)categorical_crossentropy | LCH 0.7, ACH(last) 0.4 |
+//! | `out-sigmoid-categorical-ce` | classification, output sigmoid/hard_sigmoid, loss (sparse_)categorical_crossentropy | LCH 0.7, ACH(last) 0.4; with `unit<last>` > 1 (several classes) ACH(last) 0.7, LCH 0.4 |
 //! | `out-not-probability-ce` | classification, cross-entropy or KLD loss, output not sigmoid/softmax/hard_sigmoid | ACH(last) 0.8 |
 //! | `out-unbounded-distance` | classification, distance loss (MSE, MAE, …), output linear/relu/elu/selu/softplus/exponential | ACH(last) 0.5 |
 //! | `loss-classification` | classification with poisson/MAPE/MSLE 0.7, KLD 0.7 (0.3 with softmax), MAE 0.55, MSE/logcosh/hinge/squared_hinge 0.5, categorical_hinge 0.35 | LCH |
@@ -37,15 +37,30 @@ use crate::arch::{
 /// Every static rule that fires on `config` (a config of `subject`, usually its current one),
 /// merged and ranked (see [`crate::merge`]).
 pub fn static_rules(subject: &Subject, config: &Config) -> Vec<Suspect> {
-    let a = Arch::new(subject, config);
+    rules_on(&Arch::new(subject, config))
+}
+
+/// [`static_rules`] on `config` completed with what `trace` records of the program itself (a
+/// Keras program's layers, loss and optimizer: [`crate::program::complete`]), so that a program
+/// whose config.json does not name its architecture is checked as it ran.
+pub fn static_rules_traced(subject: &Subject, config: &Config, trace: &[Value]) -> Vec<Suspect> {
+    let completed = crate::program::complete(config, trace);
+    rules_on(&Arch::with_program(
+        subject,
+        &completed.config,
+        completed.from_program,
+    ))
+}
+
+fn rules_on(a: &Arch) -> Vec<Suspect> {
     let mut out = Vec::new();
-    output_rules(&a, &mut out);
-    loss_rules(&a, &mut out);
-    hidden_rules(&a, &mut out);
-    init_rules(&a, &mut out);
-    lr_rules(&a, &mut out);
-    batch_rules(&a, &mut out);
-    epoch_rules(&a, &mut out);
+    output_rules(a, &mut out);
+    loss_rules(a, &mut out);
+    hidden_rules(a, &mut out);
+    init_rules(a, &mut out);
+    lr_rules(a, &mut out);
+    batch_rules(a, &mut out);
+    epoch_rules(a, &mut out);
     crate::merge(&[out])
 }
 
@@ -113,10 +128,15 @@ fn output_rules(a: &Arch, out: &mut Vec<Suspect>) {
                 );
             }
             if (act == "sigmoid" || act == "hard_sigmoid") && is(&loss, &CATEGORICAL_CE) {
+                // Several output units (a Keras model says how many) are classes to normalise
+                // over: the activation is the likelier slip. One or unknown: the loss.
+                let units = a.num(&format!("unit{last}"));
+                let several = units.is_some_and(|u| u > 1.0);
+                let (c_loss, c_act) = if several { (0.4, 0.7) } else { (0.7, 0.4) };
                 out.push(
                     Suspect::new(
                         lch(),
-                        0.7,
+                        c_loss,
                         "out-sigmoid-categorical-ce",
                         format!(
                             "loss {loss} with a {act} output {key}: categorical cross-entropy \
@@ -129,9 +149,18 @@ fn output_rules(a: &Arch, out: &mut Vec<Suspect>) {
                 out.push(
                     Suspect::new(
                         ach(last),
-                        0.4,
+                        c_act,
                         "out-sigmoid-categorical-ce",
-                        format!("output {key} = {act} with loss {loss}: it pairs with softmax"),
+                        match units.filter(|_| several) {
+                            Some(u) => format!(
+                                "output {key} = {act} over {} units with loss {loss}: the \
+                                 classes' probabilities come from softmax",
+                                fmt_num(u)
+                            ),
+                            None => format!(
+                                "output {key} = {act} with loss {loss}: it pairs with softmax"
+                            ),
+                        },
                     )
                     .suggest(a.suggest_str(&key, &["softmax"])),
                 );

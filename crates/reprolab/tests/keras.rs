@@ -464,3 +464,97 @@ fn neutrality_on_a_keras_fault() {
         stored["alternatives"]
     );
 }
+
+/// A Keras program that hard-codes its layers (config.json names only epochs and batch size):
+/// `localize --engine all` reads the architecture from the trace's `model` record, names the
+/// keys it read there, and finds the sigmoid output under categorical cross-entropy that the
+/// static engine, reading the config alone, cannot see.
+#[test]
+fn localize_reads_a_hardcoded_keras_architecture_from_the_trace() {
+    let tmp = tempfile::tempdir().unwrap();
+    if let Some(reason) = keras_missing(tmp.path()) {
+        eprintln!("SKIPPED localize_reads_a_hardcoded_keras_architecture_from_the_trace: {reason}");
+        return;
+    }
+    let dir = tmp.path().join("hardcoded");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("train.py"),
+        r#"import keras
+import numpy as np
+from sklearn.datasets import load_digits
+
+
+def train(config, seed):
+    keras.utils.set_random_seed(seed)
+    x, y = load_digits(return_X_y=True)
+    x = (x / 16.0).astype(np.float32)
+    model = keras.Sequential([keras.Input(shape=(64,)),
+                              keras.layers.Dense(32, activation="relu"),
+                              keras.layers.Dense(10),
+                              keras.layers.Activation("sigmoid")])
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate=0.001),
+                  loss="categorical_crossentropy", metrics=["accuracy"])
+    model.fit(x[:1200], keras.utils.to_categorical(y[:1200], 10), epochs=config["epochs"],
+              batch_size=config["batch_size"], verbose=0)
+    acc = float(np.mean(model.predict(x[1200:], verbose=0).argmax(axis=1) == y[1200:]))
+    return {"search": acc, "holdout": acc}
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("config.json"),
+        r#"{"batch_size": 64, "epochs": 3}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("reprolab.toml"),
+        r#"name = "hardcoded-keras"
+task = "classification"
+framework = "keras"
+config = "config.json"
+
+[dataset]
+name = "digits"
+
+[entry]
+callable = "train.py:train"
+
+[metric]
+name = "accuracy"
+goal = "max"
+
+[space]
+batch_size = { type = "choice", values = [32, 64], fault = "HBS" }
+epochs = { type = "choice", values = [3, 6], fault = "HNE" }
+"#,
+    )
+    .unwrap();
+
+    let local = |engine: &str| {
+        json(&run(reprolab(tmp.path())
+            .args(["localize", "--json", "--engine", engine])
+            .arg(&dir)))
+    };
+    let alone = local("static");
+    assert_eq!(alone["answer"], json!([]), "{alone}");
+    let traced = local("all");
+    let read: Vec<&str> = traced["from_program"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    for key in ["act0", "act1", "unit1", "ki0", "loss", "optimizer", "lr"] {
+        assert!(
+            read.contains(&key),
+            "{key} not read from the model: {traced}"
+        );
+    }
+    assert_eq!(traced["answer"][0], "ACH(1)", "{traced}");
+    let top = &traced["suspects"][0];
+    assert_eq!(
+        top["suggestion"], "act1 (in the program, not in the config): sigmoid -> softmax",
+        "{top}"
+    );
+}

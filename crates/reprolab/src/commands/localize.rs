@@ -25,6 +25,9 @@ pub struct Localized {
     pub epochs: Option<usize>,
     /// The LLM engine's answers, mapping and vote.
     pub llm: Option<LlmLocalization>,
+    /// Config keys the engines read from the traced program instead (a Keras model's layers,
+    /// loss, optimizer: `reprolab_localize::program`), because config.json does not name them.
+    pub from_program: Vec<String>,
 }
 
 /// The engine's suspects for `config`; the trace (when the engine needs one) is one training;
@@ -48,6 +51,7 @@ pub async fn suspects(
             training_s: None,
             epochs: None,
             llm: Some(found),
+            from_program: Vec::new(),
         });
     }
     let trace = match (engine, ev) {
@@ -73,8 +77,15 @@ pub async fn suspects(
         }
         LocalizeEngine::Llm => unreachable!("answered above"),
     };
+    let from_program = trace.as_ref().map_or_else(Vec::new, |t| {
+        loc::program::complete(config, &t.0)
+            .from_program
+            .into_iter()
+            .collect()
+    });
     Ok(Localized {
         suspects: list,
+        from_program,
         epochs: trace.as_ref().map(|t| t.0.len()),
         training_s: trace.map(|t| t.1),
         llm: None,
@@ -123,6 +134,7 @@ pub async fn run(g: &Global, a: &LocalizeArgs) -> Result<ExitCode> {
                 "suspects": list, "answer": answer.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
                 "threshold": loc::THRESHOLD, "training_s": trained_s,
                 "epochs_recorded": found.epochs, "llm": found.llm,
+                "from_program": found.from_program,
             }))?
         );
     } else {
@@ -148,6 +160,13 @@ pub async fn run(g: &Global, a: &LocalizeArgs) -> Result<ExitCode> {
                 );
             }
             println!();
+        }
+        if !found.from_program.is_empty() {
+            println!(
+                "read from the traced model, not in {}: {}\n",
+                config_path.display(),
+                found.from_program.join(", ")
+            );
         }
         if found.epochs == Some(0) {
             println!(
