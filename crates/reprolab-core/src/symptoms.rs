@@ -103,6 +103,14 @@ pub fn parse_trace(epochs: &[Value]) -> Vec<EpochRecord> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SymptomKind {
+    /// The training broke the network early: the gradients that reached the hidden layers at
+    /// the start (epoch 0's first batch) are 0 from some later epoch on, while the loss blew up
+    /// (a finite `≥` [`Thresholds::big_loss`]) or never fell below its first epoch's; no NaN
+    /// anywhere (a NaN is [`NanLoss`](Self::NanLoss)'s, whose causes are many). The dead
+    /// layers, the missing gradient and the stall are its consequences, so it is treated first
+    /// (a learning rate far too large; not an AutoTrainer check). Only [`detect_for`] looks for
+    /// it.
+    Diverged,
     /// No layer receives a gradient: every layer's gradient norm is 0 in an epoch (an output
     /// that is constant, e.g. a softmax over one unit). Checked before the gradient ratios and
     /// dying ReLUs, which it would otherwise trigger.
@@ -154,6 +162,7 @@ pub enum SymptomKind {
 impl SymptomKind {
     pub fn as_str(self) -> &'static str {
         match self {
+            SymptomKind::Diverged => "diverged",
             SymptomKind::NoGradient => "no_gradient",
             SymptomKind::BoundedOutput => "bounded_output",
             SymptomKind::LinearModel => "linear_model",
@@ -439,6 +448,9 @@ pub fn detect_for(
     task: Task,
 ) -> Vec<Symptom> {
     let mut out = detect_named(records, th, name);
+    if let Some(why) = diverged(records, th) {
+        out.push(Symptom::new(SymptomKind::Diverged, why));
+    }
     if let Some(why) = crawling_loss(records) {
         out.push(Symptom::new(SymptomKind::CrawlingLoss, why));
     }
@@ -472,6 +484,67 @@ fn finite(records: &[EpochRecord], f: fn(&EpochRecord) -> Option<f64>) -> Vec<f6
         .filter_map(f)
         .filter(|x| x.is_finite())
         .collect()
+}
+
+/// Why the training diverged (see [`SymptomKind::Diverged`]): at least 3 epochs; every hidden
+/// layer (all but the last of a record) has a gradient in the first record and none from some
+/// later epoch to the end; the loss reached [`Thresholds::big_loss`] or never fell below the
+/// first epoch's; and nothing was NaN or infinite.
+pub fn diverged(records: &[EpochRecord], th: &Thresholds) -> Option<String> {
+    let hidden_grads = |r: &EpochRecord| -> Option<Vec<f64>> {
+        let n = r.layers.len();
+        (n >= 2)
+            .then(|| r.layers[..n - 1].iter().map(|l| l.grad_norm).collect())
+            .flatten()
+    };
+    if records.len() < 3 {
+        return None;
+    }
+    let alive = hidden_grads(&records[0])?;
+    if !alive.iter().all(|g| *g > 0.0 && g.is_finite()) {
+        return None;
+    }
+    let dead_from = (1..records.len())
+        .rev()
+        .take_while(|&i| hidden_grads(&records[i]).is_some_and(|gs| gs.iter().all(|g| *g == 0.0)))
+        .last()?;
+    let e = epoch_no(&records[dead_from], dead_from);
+    // A NaN has causes of its own (an unbounded output under a log loss, …): AutoTrainer's
+    // NaN repairs treat it. A divergence here is one the numbers show while they stay finite.
+    if records
+        .iter()
+        .any(|r| r.nan || r.loss.is_some_and(|l| !l.is_finite()))
+    {
+        return None;
+    }
+    let blew_up = records.iter().enumerate().find_map(|(i, r)| {
+        let loss = r.loss.filter(|l| *l >= th.big_loss)?;
+        Some(format!(
+            "the loss reached {} in epoch {}",
+            g(loss),
+            epoch_no(r, i)
+        ))
+    });
+    let why = match blew_up {
+        Some(why) => why,
+        None => {
+            let loss = finite(records, |r| r.loss);
+            let first = *loss.first()?;
+            if loss.len() < 3 || loss[1..].iter().any(|l| *l < first) {
+                return None;
+            }
+            format!(
+                "the loss never fell below its first epoch's {} (last {})",
+                g(first),
+                g(*loss.last()?)
+            )
+        }
+    };
+    Some(format!(
+        "the hidden layers had gradients in epoch {} and none from epoch {e} on, and {why}: \
+         the steps broke the network (a learning rate far too large)",
+        epoch_no(&records[0], 0)
+    ))
 }
 
 /// Why the loss crawls (see [`SymptomKind::CrawlingLoss`]): at least 5 epochs, the loss falling
@@ -742,6 +815,60 @@ mod tests {
             .into_iter()
             .map(|s| s.kind)
             .collect()
+    }
+
+    /// Three-layer records: `(loss, hidden gradient norm, output gradient norm)` per epoch.
+    fn with_grads(epochs: &[(f64, f64, f64)]) -> Vec<EpochRecord> {
+        let v: Vec<Value> = epochs
+            .iter()
+            .enumerate()
+            .map(|(i, (loss, hidden, out))| {
+                json!({"epoch": i, "loss": loss, "acc": 0.1, "layers": [
+                    {"name": "dense", "act": "relu", "grad_norm": hidden},
+                    {"name": "dense_1", "act": "relu", "grad_norm": hidden},
+                    {"name": "dense_2", "act": "softmax", "grad_norm": out}]})
+            })
+            .collect();
+        parse_trace(&v)
+    }
+
+    #[test]
+    fn gradients_that_die_as_the_loss_blows_up_or_never_falls_are_a_divergence() {
+        // digits-mlp-keras at lr 5 on the TensorFlow backend: a loss of 23489 in the first
+        // epoch, then the hidden layers without gradient (the output layer keeps one).
+        let tf = with_grads(&[(23489.0, 0.54, 0.38), (2.81, 0.0, 0.44), (2.55, 0.0, 0.30)]);
+        let k = for_task(&tf, Task::Classification);
+        assert_eq!(k[0], SymptomKind::Diverged, "{k:?}");
+        let why = diverged(&tf, &Thresholds::default()).unwrap();
+        assert!(
+            why.contains("none from epoch 1 on") && why.contains("reached 2.35e4 in epoch 0"),
+            "{why}"
+        );
+        // The same program on the torch backend: no big loss, but it never fell below the
+        // first epoch's and every gradient is 0 from epoch 1.
+        let torch = with_grads(&[(14.255, 0.67, 0.47), (14.528, 0.0, 0.0), (14.528, 0.0, 0.0)]);
+        assert_eq!(
+            for_task(&torch, Task::Classification)[0],
+            SymptomKind::Diverged
+        );
+        // Only detect_for looks for it.
+        assert!(!kinds(&torch).contains(&SymptomKind::Diverged));
+
+        // Near misses. A softmax over one unit: no gradient from the start (nothing died).
+        let never = with_grads(&[(0.69, 0.0, 0.0), (0.69, 0.0, 0.0), (0.69, 0.0, 0.0)]);
+        assert!(diverged(&never, &Thresholds::default()).is_none());
+        // Dead hidden layers with a loss that falls below its first epoch's and stays finite.
+        let falls = with_grads(&[(2.3, 0.5, 0.3), (1.9, 0.0, 0.3), (1.7, 0.0, 0.3)]);
+        assert!(diverged(&falls, &Thresholds::default()).is_none());
+        // Gradients that come back at the end: not dead "from some epoch on".
+        let back = with_grads(&[(5e3, 0.5, 0.3), (2.0, 0.0, 0.3), (2.0, 0.1, 0.3)]);
+        assert!(diverged(&back, &Thresholds::default()).is_none());
+        // Too short to tell.
+        assert!(diverged(&tf[..2], &Thresholds::default()).is_none());
+        // A NaN (held-out H1: a relu output under cross-entropy) is NanLoss's, not this.
+        let mut nan = tf.clone();
+        nan[0].nan = true;
+        assert!(diverged(&nan, &Thresholds::default()).is_none());
     }
 
     #[test]

@@ -641,7 +641,8 @@ fn autotrainer(cx: &mut Ctx) {
             | SymptomKind::LinearModel
             | SymptomKind::BoundedOutput
             | SymptomKind::CrawlingLoss
-            | SymptomKind::StuckPredictions => {}
+            | SymptomKind::StuckPredictions
+            | SymptomKind::Diverged => {}
             SymptomKind::FewUpdates => {
                 // Few updates per epoch with a batch above Keras' default 32: the batch is large
                 // for the dataset. At 32 or below the dataset is small, and only the epochs

@@ -167,6 +167,16 @@ enum Step {
 fn steps(kind: SymptomKind) -> Vec<Step> {
     use Step::*;
     match kind {
+        // Steps so large they broke the network: the optimizer's usual rate, then smaller ones.
+        SymptomKind::Diverged => vec![
+            LrFor {
+                sgd: 0.01,
+                other: 0.001,
+            },
+            LrTimes(0.1),
+            LrTimes(0.01),
+            LrTimes(0.001),
+        ],
         // A constant output passes no gradient: its activation does not fit the loss.
         SymptomKind::NoGradient => vec![OutputForLoss, LrTimes(10.0)],
         // A regression pinned at its output's bound: the output the loss expects (linear).

@@ -532,6 +532,16 @@ fn the_new_rules_set_the_output_for_the_loss_and_more_epochs() {
             .contains("no classification loss"),
         "{s:?}"
     );
+    // A diverged training: the optimizer's usual learning rate first, then smaller steps.
+    let mut huge = faulty.clone();
+    huge.insert("optimizer", json!("adam"));
+    huge.insert("lr", json!(5.0));
+    let s = fixes(SymptomKind::Diverged, &space, &huge);
+    assert_eq!(
+        values_of(&s, "lr"),
+        vec![json!(0.001), json!(0.5), json!(0.05), json!(0.005)],
+        "{s:?}"
+    );
     // A crawling loss: a stronger optimizer first, then a larger learning rate.
     let mut adadelta = faulty.clone();
     adadelta.insert("optimizer", json!("adadelta"));
