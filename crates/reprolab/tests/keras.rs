@@ -311,11 +311,12 @@ fn keras_real_fault_evaluates_and_its_fix_is_better() {
 }
 
 /// `reprolab repair` on a Keras fault that trains on TensorFlow: digits-mlp-keras-tf with lr = 5
-/// (HLR; the subject's own lr 0.001 is the known fix), the guided engine and a tiny budget
-/// (6 trials). Every validation run finishes and the patch found is confirmed on the holdout
-/// split; the validation's trainings are the ones `eval` finds in the cache, and a trace of the
-/// patch shows Keras on TensorFlow training the model the validation's first run trained.
-/// (The rules engine reads this trace as a vanishing gradient and tries lr 0.5 first.)
+/// (HLR; the subject's own lr 0.001 is the known fix), the rules engine and a tiny budget (2
+/// trials). The trace shows the divergence (a loss of ~2e4 in epoch 0, then hidden layers
+/// without gradient), whose first fix is the optimizer's usual rate; every validation run
+/// finishes and the patch is confirmed on the holdout split; the validation's trainings are the
+/// ones `eval` finds in the cache, and a trace of the patch shows Keras on TensorFlow training the
+/// model the validation's first run trained.
 #[test]
 fn keras_tensorflow_fault_is_repaired() {
     let tmp = tempfile::tempdir().unwrap();
@@ -333,7 +334,7 @@ fn keras_tensorflow_fault_is_repaired() {
     let runs = 6;
     let out = run(reprolab(tmp.path())
         .args([
-            "repair", "--json", "--engine", "guided", "--trials", "6", "--runs",
+            "repair", "--json", "--engine", "rules", "--trials", "2", "--runs",
         ])
         .arg(runs.to_string())
         .arg(&fault));
@@ -352,6 +353,10 @@ fn keras_tensorflow_fault_is_repaired() {
     assert_eq!(v["repaired"], true, "{}", v["verdict"]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(val["gt_types"], json!(["HLR"]), "{val}");
+    let rules = &v["run"]["rules"];
+    assert_eq!(rules["symptoms"][0]["name"], "diverged", "{rules}");
+    assert_eq!(rules["attempts"][0]["fix"], "lr=0.001 (for adam)", "{rules}");
+    assert_eq!(rules["attempts"][0]["accepted"], true, "{rules}");
     let patch_file = tmp.path().join(v["patch_file"].as_str().unwrap());
 
     // The validation's runs of the patch: in the cache (nothing trains), the same holdout values.
