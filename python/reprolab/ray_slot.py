@@ -221,6 +221,9 @@ class Worker:
         self.ready = ready
         self.host_pid = ready.get("host_pid") or self.proc.pid
         self.baseline_kb, self.baseline_age = (0, 0), BASELINE_EVERY
+        # The Keras backend the worker imports at its first Keras request and keeps (Keras
+        # reads it once per process); None until then.
+        self.keras_backend = None
 
     def _read_events(self):
         for line in self.proc.stdout:
@@ -370,8 +373,22 @@ class Slot:
             shutil.rmtree(staging, ignore_errors=True)
         return dest
 
-    def _eval(self, req, subject_dir):
+    def _eval_worker(self, req):
+        """The eval worker for `req`: replaced first when it holds the other Keras backend, as
+        the local pool does (a worker asked for the other one would refuse and exit, and the
+        retry would cost the run one of its two tries)."""
         w = self._worker()
+        if req.get("framework") == "keras":
+            want = req.get("backend") or "torch"
+            if w.keras_backend not in (None, want):
+                self.workers.pop(EVAL_WORKER, None)
+                w.kill()
+                w = self._worker()
+            w.keras_backend = want
+        return w
+
+    def _eval(self, req, subject_dir):
+        w = self._eval_worker(req)
         limits = req["limits"]
         workdir = tempfile.mkdtemp(prefix="e", dir=self.root)
         try:

@@ -174,3 +174,17 @@ def test_a_cancelled_evaluation_is_ended_and_the_slot_keeps_its_worker(slot):
     assert ended["violation"] == "cancelled"
     assert "sleep" not in slot.cancelled
     assert _eval(slot, "ok")["exit_code"] == 0
+
+
+def test_a_slot_switches_its_worker_between_keras_backends_before_the_request(slot):
+    """Keras keeps the backend of its first import: a request for the other one gets a fresh
+    worker first (no refusal, no retry); PyTorch requests and same-backend ones keep it."""
+    keras = {"framework": "keras", "backend": "tensorflow"}
+    first = slot._eval_worker(keras)
+    assert first.keras_backend == "tensorflow"
+    assert slot._eval_worker({"framework": "pytorch"}) is first
+    assert slot._eval_worker(keras) is first
+    other = slot._eval_worker({"framework": "keras"})  # the default backend, torch
+    assert other is not first and other.alive() and not first.alive()
+    assert other.keras_backend == "torch"
+    assert slot._eval_worker({"framework": "keras", "backend": "torch"}) is other
