@@ -56,7 +56,7 @@
 
 use reprolab_core::symptoms::{
     EpochRecord, LayerRecord, SymptomKind, Thresholds, bounded_output, detect, detect_named,
-    parse_trace,
+    diverged, parse_trace,
 };
 use reprolab_core::{Config, FaultLabel, FaultType, Subject, Task};
 use serde_json::Value;
@@ -178,6 +178,9 @@ struct Ctx<'a> {
     /// The training loss reached ~0 (the training targets are fitted): gradients and weight
     /// changes vanish because nothing is left to learn, not because a layer is dead.
     fitted: bool,
+    /// The first updates broke the network (`reprolab_core::symptoms::diverged`): nothing
+    /// moves afterwards because of them, not because of the loss, the output or the optimizer.
+    diverged: bool,
 }
 
 impl Ctx<'_> {
@@ -192,6 +195,9 @@ impl Ctx<'_> {
             s.confidence *= 0.3;
             s.evidence
                 .push_str(" (likely explained by the output layer)");
+        } else if self.diverged {
+            s.confidence *= 0.3;
+            s.evidence.push_str(" (likely explained by the divergence)");
         } else if self.fitted {
             s.confidence *= 0.3;
             s.evidence
@@ -208,6 +214,11 @@ impl Ctx<'_> {
     fn blow_up(&self) -> Option<String> {
         if self.records.iter().any(|r| r.nan) {
             return Some("NaN in training".into());
+        }
+        // Gradients alive at the start and dead from some epoch on, the loss never lower: the
+        // first updates broke the network (the rules engine's `diverged`).
+        if let Some(why) = diverged(&self.records, &Thresholds::default()) {
+            return Some(why);
         }
         for s in detect(&self.records) {
             if matches!(
@@ -278,7 +289,7 @@ impl Ctx<'_> {
     fn collapse_stall(&mut self) {
         let stall = std::mem::take(&mut self.stall);
         let full = std::mem::take(&mut self.stall_full);
-        let discounted = self.explained || self.fitted;
+        let discounted = self.explained || self.diverged || self.fitted;
         for mut m in crate::merge(std::slice::from_ref(&stall)) {
             let corroborated = discounted
                 && self
@@ -435,8 +446,10 @@ pub fn dynamic_monitors(subject: &Subject, config: &Config, trace: &[Value]) -> 
         explained: false,
         frozen: false,
         fitted: false,
+        diverged: false,
     };
     cx.fitted = cx.training_fitted();
+    cx.diverged = diverged(&cx.records, &Thresholds::default()).is_some();
     output_pinned(&mut cx);
     output_no_gradient(&mut cx);
     autotrainer(&mut cx);
@@ -489,7 +502,8 @@ fn autotrainer(cx: &mut Ctx) {
                 };
                 // A loss that is finite but huge from the first epoch on, and does not grow,
                 // is the loss' scale (MAPE on 0/1 labels), not a divergence.
-                let finite_big = s.kind == SymptomKind::NanLoss && {
+                // (Unless the network died after it: that is a divergence.)
+                let finite_big = s.kind == SymptomKind::NanLoss && !cx.diverged && {
                     let l: Vec<f64> = cx.records.iter().filter_map(|r| r.loss).collect();
                     !cx.records.iter().any(|r| r.nan)
                         && l.len() == cx.records.len()
@@ -781,7 +795,19 @@ fn dying_relu(cx: &mut Ctx, th: &Thresholds) {
             }
         );
         first_ev.get_or_insert(ev.clone());
-        let (c_ach, c_wci) = if at_init { (0.35, 0.55) } else { (0.45, 0.3) };
+        let (c_ach, c_wci) = if at_init {
+            (0.35, 0.55)
+        } else if cx.diverged {
+            // Units killed by the first, too large updates: the rate, not the layer.
+            (0.15, 0.1)
+        } else {
+            (0.45, 0.3)
+        };
+        let ev = if cx.diverged && !at_init {
+            format!("{ev} (likely explained by the divergence)")
+        } else {
+            ev
+        };
         any_later |= !at_init;
         cx.frozen |= at_init;
         let sugg = cx.a.suggest_str(&format!("act{i}"), &["selu", "elu"]);

@@ -355,7 +355,10 @@ fn keras_tensorflow_fault_is_repaired() {
     assert_eq!(val["gt_types"], json!(["HLR"]), "{val}");
     let rules = &v["run"]["rules"];
     assert_eq!(rules["symptoms"][0]["name"], "diverged", "{rules}");
-    assert_eq!(rules["attempts"][0]["fix"], "lr=0.001 (for adam)", "{rules}");
+    assert_eq!(
+        rules["attempts"][0]["fix"], "lr=0.001 (for adam)",
+        "{rules}"
+    );
     assert_eq!(rules["attempts"][0]["accepted"], true, "{rules}");
     let patch_file = tmp.path().join(v["patch_file"].as_str().unwrap());
 
