@@ -108,8 +108,8 @@ pub enum SymptomKind {
     /// (a finite `≥` [`Thresholds::big_loss`]) or never fell below its first epoch's; no NaN
     /// anywhere (a NaN is [`NanLoss`](Self::NanLoss)'s, whose causes are many). The dead
     /// layers, the missing gradient and the stall are its consequences, so it is treated first
-    /// (a learning rate far too large; not an AutoTrainer check). Only [`detect_for`] looks for
-    /// it.
+    /// (a learning rate far too large; not an AutoTrainer check). Only [`detect_for`] lists it;
+    /// localisation's monitors read [`diverged`] as a cross-check of what it explains.
     Diverged,
     /// No layer receives a gradient: every layer's gradient norm is 0 in an epoch (an output
     /// that is constant, e.g. a softmax over one unit). Checked before the gradient ratios and
