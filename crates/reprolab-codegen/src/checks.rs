@@ -176,21 +176,22 @@ pub fn invalid_count(checks: &[TaskCheck]) -> usize {
         .count()
 }
 
+/// A table's header row.
+fn header(columns: &[&str]) -> Vec<String> {
+    columns.iter().map(|c| c.to_string()).collect()
+}
+
 /// The table `codegen validate` prints: header, then one row per task.
 pub fn validation_rows(checks: &[TaskCheck]) -> Vec<Vec<String>> {
-    let mut rows = vec![
-        [
-            "task",
-            "kind",
-            "reference",
-            "tests",
-            "time",
-            "wrong",
-            "problems",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
+    let mut rows = vec![header(&[
+        "task",
+        "kind",
+        "reference",
+        "tests",
+        "time",
+        "wrong",
+        "problems",
+    ])];
     for c in checks {
         let r = &c.reference;
         let problems = &c.validity.problems;
@@ -322,16 +323,14 @@ impl RunnerComparison {
             ]
         };
         vec![
-            [
+            header(&[
                 "runner",
                 "wall",
                 "samples/min",
                 "per sample",
                 "tests' own",
                 "overhead/sample",
-            ]
-            .map(String::from)
-            .to_vec(),
+            ]),
             row("warm (fork per sample)", &self.warm),
             row("fresh process", &self.fresh),
         ]
@@ -445,16 +444,8 @@ mod tests {
         assert_eq!(invalid_count(&checked), 1);
         let rows = validation_rows(&checked);
         assert_eq!(
-            rows[0],
-            [
-                "task",
-                "kind",
-                "reference",
-                "tests",
-                "time",
-                "wrong",
-                "problems"
-            ]
+            rows[0].join(","),
+            "task,kind,reference,tests,time,wrong,problems"
         );
         assert_eq!(
             rows[1],

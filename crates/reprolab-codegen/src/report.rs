@@ -592,15 +592,18 @@ pub fn summary_notes(s: &Summary) -> Vec<String> {
         ));
     }
     if let Some(c) = &s.classifier {
+        let Classified {
+            asked,
+            labelled,
+            changed,
+            unparsed,
+            failed,
+            ..
+        } = c;
+        let models = c.models.join(", ");
         notes.push(format!(
-            "classifier {}: asked about {} failures, {} labelled ({} changed), {} without a valid \
-             label, {} failed",
-            c.models.join(", "),
-            c.asked,
-            c.labelled,
-            c.changed,
-            c.unparsed,
-            c.failed
+            "classifier {models}: asked about {asked} failures, {labelled} labelled ({changed} \
+             changed), {unparsed} without a valid label, {failed} failed"
         ));
     }
     notes

@@ -716,12 +716,8 @@ struct Field<'t, 'a> {
 }
 
 impl<'t, 'a> Field<'t, 'a> {
-    fn required(
-        table: &'t toml::Table,
-        path: &'a [&'a str],
-        key: &'a str,
-        expected: &'a str,
-    ) -> Self {
+    /// A key that must be there ([`Field::optional`] for one that may be left out).
+    fn new(table: &'t toml::Table, path: &'a [&'a str], key: &'a str, expected: &'a str) -> Self {
         Field {
             table,
             path,
@@ -731,18 +727,11 @@ impl<'t, 'a> Field<'t, 'a> {
         }
     }
 
-    fn optional(
-        table: &'t toml::Table,
-        path: &'a [&'a str],
-        key: &'a str,
-        expected: &'a str,
-    ) -> Self {
+    /// The same key, which may be left out.
+    fn optional(self) -> Self {
         Field {
-            table,
-            path,
-            key,
             required: false,
-            expected,
+            ..self
         }
     }
 
@@ -990,7 +979,7 @@ impl Walker<'_> {
         options: &[&str],
     ) -> Option<usize> {
         let expected = format!("one of {}", quoted_list(options));
-        let f = Field::required(table, path, key, &expected);
+        let f = Field::new(table, path, key, &expected);
         let s = self.get_str(&f)?;
         match options.iter().position(|o| *o == s) {
             Some(i) => Some(i),
@@ -1046,7 +1035,7 @@ impl Walker<'_> {
         let name_expected =
             "a non-empty name of letters, digits, '-', '_' and '.' (not starting with '.')";
         let name = self
-            .get_str(&Field::required(root, &[], "name", name_expected))
+            .get_str(&Field::new(root, &[], "name", name_expected))
             .and_then(|s| {
                 let ok = !s.is_empty()
                     && !s.starts_with('.')
@@ -1066,7 +1055,7 @@ impl Walker<'_> {
                 }
             });
         let description = self
-            .get_str(&Field::optional(root, &[], "description", "a string"))
+            .get_str(&Field::new(root, &[], "description", "a string").optional())
             .unwrap_or("")
             .to_string();
         let task = self
@@ -1088,7 +1077,7 @@ impl Walker<'_> {
         let config_expected =
             "a path to the current config (a JSON file), relative to the subject directory";
         let config = self
-            .get_str(&Field::required(root, &[], "config", config_expected))
+            .get_str(&Field::new(root, &[], "config", config_expected))
             .map(str::to_string)
             .and_then(|rel| {
                 self.config_file(&["config"], &rel, dir, shown_dir, space.as_ref(), &broken)
@@ -1141,7 +1130,7 @@ impl Walker<'_> {
     }
 
     fn dataset(&mut self, root: &toml::Table) -> Option<Dataset> {
-        let t = self.get_table(&Field::required(
+        let t = self.get_table(&Field::new(
             root,
             &[],
             "dataset",
@@ -1153,14 +1142,9 @@ impl Walker<'_> {
             &["name", "description"],
             "one of the keys of [dataset]",
         );
-        let name = self.get_nonempty(&Field::required(
-            t,
-            &["dataset"],
-            "name",
-            "a non-empty string",
-        ));
+        let name = self.get_nonempty(&Field::new(t, &["dataset"], "name", "a non-empty string"));
         let description = self
-            .get_str(&Field::optional(t, &["dataset"], "description", "a string"))
+            .get_str(&Field::new(t, &["dataset"], "description", "a string").optional())
             .unwrap_or("")
             .to_string();
         Some(Dataset {
@@ -1170,7 +1154,7 @@ impl Walker<'_> {
     }
 
     fn metric(&mut self, root: &toml::Table) -> Option<Metric> {
-        let t = self.get_table(&Field::required(
+        let t = self.get_table(&Field::new(
             root,
             &[],
             "metric",
@@ -1182,12 +1166,7 @@ impl Walker<'_> {
             &["name", "goal"],
             "one of the keys of [metric]",
         );
-        let name = self.get_nonempty(&Field::required(
-            t,
-            &["metric"],
-            "name",
-            "a non-empty string",
-        ));
+        let name = self.get_nonempty(&Field::new(t, &["metric"], "name", "a non-empty string"));
         let goal = self
             .get_enum(t, &["metric"], "goal", &["max", "min"])
             .map(|i| [Goal::Max, Goal::Min][i]);
@@ -1199,12 +1178,15 @@ impl Walker<'_> {
 
     fn limits(&mut self, root: &toml::Table) -> Option<Limits> {
         let mut limits = Limits::default();
-        let Some(t) = self.get_table(&Field::optional(
-            root,
-            &[],
-            "limits",
-            "a table [limits] with timeout_s, memory_mb, output_mb",
-        )) else {
+        let Some(t) = self.get_table(
+            &Field::new(
+                root,
+                &[],
+                "limits",
+                "a table [limits] with timeout_s, memory_mb, output_mb",
+            )
+            .optional(),
+        ) else {
             return Some(limits);
         };
         let path = &["limits"];
@@ -1216,7 +1198,7 @@ impl Walker<'_> {
         );
         let mut ok = true;
         let secs = "a positive number of seconds, at most 604800 (a week)";
-        if let Some(v) = self.get_f64(&Field::optional(t, path, "timeout_s", secs)) {
+        if let Some(v) = self.get_f64(&Field::new(t, path, "timeout_s", secs).optional()) {
             if v > 0.0 && v <= MAX_TIMEOUT_S {
                 limits.timeout_s = v;
             } else {
@@ -1237,7 +1219,7 @@ impl Walker<'_> {
             ("output_mb", &mut limits.output_mb),
         ] {
             let expected = "a positive integer number of MiB, at most 16777216 (16 TiB)";
-            match self.get_i64(&Field::optional(t, path, key, expected)) {
+            match self.get_i64(&Field::new(t, path, key, expected).optional()) {
                 Some(v) if v > 0 && v as u64 <= MAX_LIMIT_MB => *slot = v as u64,
                 Some(_) => {
                     self.push(
@@ -1257,7 +1239,7 @@ impl Walker<'_> {
     }
 
     fn entry(&mut self, root: &toml::Table, dir: &Path) -> Option<Entry> {
-        let t = self.get_table(&Field::required(
+        let t = self.get_table(&Field::new(
             root,
             &[],
             "entry",
@@ -1294,7 +1276,7 @@ impl Walker<'_> {
             }
             (Some(_), None) => {
                 let expected = "a Python callable \"FILE.py:FUNCTION\", like \"train.py:train\"";
-                let spec = self.get_str(&Field::required(t, path, "callable", expected))?;
+                let spec = self.get_str(&Field::new(t, path, "callable", expected))?;
                 let bad = |w: &mut Self, why: &str| {
                     w.push(
                         join(path, "callable"),
@@ -1345,7 +1327,7 @@ impl Walker<'_> {
             }
             (None, Some(_)) => {
                 let expected = "a command template, like \"{python} train.py --config {config} --seed {seed} --out {result}\"";
-                let template = self.get_str(&Field::required(t, path, "command", expected))?;
+                let template = self.get_str(&Field::new(t, path, "command", expected))?;
                 if template.trim().is_empty() {
                     self.push(
                         join(path, "command"),
@@ -1399,7 +1381,7 @@ impl Walker<'_> {
 
     /// The search space, and the names of parameters whose entry is broken.
     fn space(&mut self, root: &toml::Table) -> Option<(SearchSpace, BTreeSet<String>)> {
-        let t = self.get_table(&Field::required(
+        let t = self.get_table(&Field::new(
             root,
             &[],
             "space",
@@ -1450,8 +1432,8 @@ impl Walker<'_> {
             Some(0) => self.choice(t, path),
             Some(1) => {
                 let e = "an integer";
-                let low = self.get_i64(&Field::required(t, path, "low", e));
-                let high = self.get_i64(&Field::required(t, path, "high", e));
+                let low = self.get_i64(&Field::new(t, path, "low", e));
+                let high = self.get_i64(&Field::new(t, path, "high", e));
                 match (low, high) {
                     (Some(low), Some(high)) if low > high => {
                         self.push(
@@ -1470,8 +1452,8 @@ impl Walker<'_> {
             Some(i) => {
                 let log = i == 3;
                 let e = "a number";
-                let low = self.get_f64(&Field::required(t, path, "low", e));
-                let high = self.get_f64(&Field::required(t, path, "high", e));
+                let low = self.get_f64(&Field::new(t, path, "low", e));
+                let high = self.get_f64(&Field::new(t, path, "high", e));
                 match (low, high) {
                     (Some(low), Some(_)) if log && low <= 0.0 => {
                         self.push(
@@ -1501,7 +1483,7 @@ impl Walker<'_> {
         };
 
         let fault_expected = format!("a fault type, one of {}", all_codes());
-        let fault = match self.get_str(&Field::optional(t, path, "fault", &fault_expected)) {
+        let fault = match self.get_str(&Field::new(t, path, "fault", &fault_expected).optional()) {
             None => Ok(None),
             Some(s) => match s.parse::<FaultType>() {
                 Ok(f) => Ok(Some(f)),
@@ -1520,7 +1502,7 @@ impl Walker<'_> {
             },
         };
         let layer_expected = "a layer index (a non-negative integer)";
-        let layer = match self.get_i64(&Field::optional(t, path, "layer", layer_expected)) {
+        let layer = match self.get_i64(&Field::new(t, path, "layer", layer_expected).optional()) {
             None if t.contains_key("layer") => Err(()),
             None => Ok(None),
             Some(l) => match u32::try_from(l) {
@@ -1578,7 +1560,7 @@ impl Walker<'_> {
 
     fn choice(&mut self, t: &toml::Table, path: &[&str]) -> Option<ParamKind> {
         let expected = "a non-empty array of values, like [16, 32, 64] or [\"relu\", \"tanh\"]";
-        let v = self.get(&Field::required(t, path, "values", expected))?;
+        let v = self.get(&Field::new(t, path, "values", expected))?;
         let Toml::Array(items) = v else {
             self.wrong_type(path, "values", v, expected);
             return None;
@@ -1712,16 +1694,19 @@ impl Walker<'_> {
         if !root.contains_key("fix") {
             return Some(None);
         }
-        let t = self.get_table(&Field::optional(
-            root,
-            &[],
-            "fix",
-            "a table [fix] with config = \"FILE.json\" and faults = [\"LABEL\", ...]",
-        ))?;
+        let t = self.get_table(
+            &Field::new(
+                root,
+                &[],
+                "fix",
+                "a table [fix] with config = \"FILE.json\" and faults = [\"LABEL\", ...]",
+            )
+            .optional(),
+        )?;
         let path = &["fix"];
         self.check_keys(t, path, &["config", "faults"], "one of the keys of [fix]");
         let config = self
-            .get_str(&Field::required(
+            .get_str(&Field::new(
                 t,
                 path,
                 "config",
@@ -1735,7 +1720,7 @@ impl Walker<'_> {
         let label_expected = "a fault label: a fault type optionally followed by layer indices, like \"HLR\" or \"ACH(0,1)\"";
         let list_expected = "an array of fault labels, like [\"ACH(1)\", \"HLR\"]";
         let mut faults = Some(Vec::new());
-        match self.get(&Field::optional(t, path, "faults", list_expected)) {
+        match self.get(&Field::new(t, path, "faults", list_expected).optional()) {
             None => {}
             Some(Toml::Array(items)) => {
                 for (i, item) in items.iter().enumerate() {

@@ -849,7 +849,7 @@ fn faults_and_layers() {
     assert!(i.expected.contains("HBS, HLR, HNE"), "{i}");
     assert!(i.hint.is_some());
 
-    let i = rejected(
+    rejected(
         ", fault = \"ACH\", layer = 0",
         ", layer = 0",
         "space.act0.layer",

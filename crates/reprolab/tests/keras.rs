@@ -440,7 +440,7 @@ fn neutrality_on_a_keras_fault() {
         nodes[0]["config"]["lr"], 0.001,
         "the BFS starts from the fix"
     );
-    let stored = stored_alternatives(&fault, &s);
+    let stored = stored_alternatives(&fault, s);
     let alts = stored["alternatives"].as_array().unwrap();
     assert!(!alts.is_empty(), "a fix has neutral neighbours: {s}");
     for a in alts {

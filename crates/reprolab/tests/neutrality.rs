@@ -74,7 +74,7 @@ fn neutrality_writes_the_graph_and_alternatives_and_a_rerun_trains_nothing() {
     );
 
     // alternatives.json next to the fault: each one is a fix of the faulty config.
-    let stored = stored_alternatives(&fault, &s);
+    let stored = stored_alternatives(&fault, s);
     let alts = stored["alternatives"].as_array().unwrap();
     assert_eq!(stored["hyperparameters"], 8);
     for a in alts {
