@@ -5,11 +5,15 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::task::{Fields, FileError, LineShape, SelectError, Task, describe, read_jsonl};
+use crate::outcome::SampleResult;
+use crate::task::{
+    Fields, FileError, LineShape, SelectError, Task, TaskKind, describe, read_jsonl,
+};
 use crate::taxonomy::{Category, ExpectedLabel, Subtype};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -264,6 +268,72 @@ pub fn select_generations(
     Ok(by.into_values().collect())
 }
 
+/// The answers an earlier `--llm` run left in `path`, none when there is no such file.
+pub fn load_earlier_generations(path: &Path) -> Result<Vec<Generation>, FileError> {
+    if path.exists() {
+        load_generations(path)
+    } else {
+        Ok(Vec::new())
+    }
+}
+
+/// Each function task's reference as its answer, `repeat` times (`codegen bench` without
+/// `--generations`; a repository task's reference is the repository itself, so it has none).
+pub fn reference_answers(tasks: &[Arc<Task>], repeat: u32) -> Vec<Generation> {
+    tasks
+        .iter()
+        .filter_map(|t| match &t.kind {
+            TaskKind::Function { reference, .. } => Some((t, reference)),
+            TaskKind::Repository { .. } => None,
+        })
+        .flat_map(|(t, reference)| {
+            (0..repeat).map(move |i| Generation {
+                task_id: t.id.clone(),
+                sample: i,
+                completion: format!("```python\n{reference}\n```\n"),
+                expected_label: None,
+            })
+        })
+        .collect()
+}
+
+/// The tasks with fewer than `n` answers in `gens`, with how many they have, in task order.
+pub fn missing_samples(tasks: &[Arc<Task>], gens: &[Generation], n: u32) -> Vec<(String, u32)> {
+    let mut per: HashMap<&str, u32> = HashMap::new();
+    for x in gens {
+        *per.entry(x.task_id.as_str()).or_default() += 1;
+    }
+    tasks
+        .iter()
+        .map(|t| (t.id.clone(), per.get(t.id.as_str()).copied().unwrap_or(0)))
+        .filter(|(_, have)| *have < n)
+        .collect()
+}
+
+/// The tasks that have at least one answer in `gens`, in their order.
+pub fn tasks_with_answers(tasks: Vec<Arc<Task>>, gens: &[Generation]) -> Vec<Arc<Task>> {
+    let with_answers: HashSet<&str> = gens.iter().map(|x| x.task_id.as_str()).collect();
+    tasks
+        .into_iter()
+        .filter(|t| with_answers.contains(t.id.as_str()))
+        .collect()
+}
+
+/// Gives each result the failure label its answer in `gens` should get (`expected_label`),
+/// for scoring the taxonomy's agreement.
+pub fn attach_expected(results: &mut [SampleResult], gens: &[Generation]) {
+    let expected: HashMap<(&str, u32), _> = gens
+        .iter()
+        .filter_map(|x| {
+            x.expected_label
+                .map(|e| ((x.task_id.as_str(), x.sample), e))
+        })
+        .collect();
+    for r in results {
+        r.expected = expected.get(&(r.task_id.as_str(), r.sample)).copied();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,5 +397,66 @@ mod tests {
         let back = load_generations(&p).unwrap();
         assert_eq!(back.len(), 2);
         assert_eq!(back[0], g);
+    }
+
+    fn answer(task: &str, sample: u32) -> Generation {
+        Generation {
+            task_id: task.into(),
+            sample,
+            completion: String::new(),
+            expected_label: None,
+        }
+    }
+
+    #[test]
+    fn function_references_answer_codegen_bench() {
+        let tasks = [Arc::new(crate::testing::function_task("a", &[]))];
+        let gens = reference_answers(&tasks, 2);
+        assert_eq!(gens.len(), 2);
+        assert_eq!((gens[1].task_id.as_str(), gens[1].sample), ("a", 1));
+        assert_eq!(gens[0].completion, "```python\ndef f(): pass\n```\n");
+        assert!(reference_answers(&tasks, 0).is_empty());
+    }
+
+    #[test]
+    fn answers_are_counted_matched_to_tasks_and_labelled() {
+        let tasks: Vec<Arc<Task>> = ["a", "b", "c"]
+            .map(|id| Arc::new(crate::testing::function_task(id, &[])))
+            .to_vec();
+        let mut gens = vec![answer("a", 0), answer("a", 1), answer("c", 0)];
+        assert_eq!(
+            missing_samples(&tasks, &gens, 2),
+            [("b".to_string(), 0), ("c".to_string(), 1)]
+        );
+        assert!(missing_samples(&tasks, &gens, 1).contains(&("b".to_string(), 0)));
+        let with: Vec<String> = tasks_with_answers(tasks, &gens)
+            .iter()
+            .map(|t| t.id.clone())
+            .collect();
+        assert_eq!(with, ["a", "c"]);
+
+        let label = ExpectedLabel {
+            category: Category::ALL[0],
+            subtype: None,
+        };
+        gens[1].expected_label = Some(label);
+        let mut results = [0, 1].map(|i| {
+            let mut r = crate::testing::result(i, crate::Status::Fail, 1.0);
+            r.task_id = "a".into();
+            r.expected = Some(label);
+            r
+        });
+        attach_expected(&mut results, &gens);
+        assert_eq!(results[0].expected, None);
+        assert_eq!(results[1].expected, Some(label));
+    }
+
+    #[test]
+    fn earlier_generations_are_none_without_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("generations.jsonl");
+        assert!(load_earlier_generations(&path).unwrap().is_empty());
+        append_generation(&path, &answer("a", 0)).unwrap();
+        assert_eq!(load_earlier_generations(&path).unwrap(), [answer("a", 0)]);
     }
 }

@@ -91,6 +91,73 @@ impl Default for Options {
     }
 }
 
+/// Why the limits given for a run cannot be used (the flags of `codegen validate | run | bench`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OptionsError {
+    /// A time setting is negative or not a number.
+    #[error("{flag} must be a non-negative number of seconds, got {value}")]
+    Seconds { flag: &'static str, value: f64 },
+    /// A memory or output bound of zero.
+    #[error("--memory-mb and --output-mb must be at least 1")]
+    ZeroBound,
+    /// Fresh processes asked for on a Ray cluster, where every sample runs in a warm runner.
+    #[error(
+        "--fresh runs pytest in fresh local processes; with --backend ray every sample runs \
+         in a warm runner on the cluster (drop one of the two)"
+    )]
+    FreshOnRay,
+}
+
+impl Options {
+    /// Checks the limits (time settings finite and non-negative, memory and output bounds at
+    /// least 1 MiB) and that fresh processes are not asked for on a Ray cluster (`on_ray`).
+    pub fn validate(&self, on_ray: bool) -> Result<(), OptionsError> {
+        let t = &self.timeout;
+        for (flag, value) in [
+            ("--timeout-factor", t.factor),
+            ("--timeout-slack", t.slack_s),
+            ("--timeout-min", t.min_s),
+        ] {
+            if !value.is_finite() || value < 0.0 {
+                return Err(OptionsError::Seconds { flag, value });
+            }
+        }
+        if self.memory_mb == 0 || self.output_mb == 0 {
+            return Err(OptionsError::ZeroBound);
+        }
+        if self.fresh && on_ray {
+            return Err(OptionsError::FreshOnRay);
+        }
+        Ok(())
+    }
+
+    /// The time limits in words, as `run.json` records them.
+    pub fn timeout_text(&self) -> String {
+        format!(
+            "time {}x reference + {} s, at least {} s, at most the task's timeout_s",
+            self.timeout.factor, self.timeout.slack_s, self.timeout.min_s
+        )
+    }
+
+    /// Where samples run, as `run.json` records it: `ray` on a cluster (`on_ray`), else `fresh`
+    /// or `warm`.
+    pub fn mode_name(&self, on_ray: bool) -> &'static str {
+        match (on_ray, self.fresh) {
+            (true, _) => "ray",
+            (false, true) => "fresh",
+            (false, false) => "warm",
+        }
+    }
+}
+
+/// Results by task id (one per task: the references).
+pub fn by_task(results: &[SampleResult]) -> HashMap<String, SampleResult> {
+    results
+        .iter()
+        .map(|r| (r.task_id.clone(), r.clone()))
+        .collect()
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
     #[error(transparent)]
@@ -854,5 +921,57 @@ mod tests {
             60.0,
             "no passing reference: the task's bound"
         );
+    }
+
+    #[test]
+    fn options_are_checked_and_described() {
+        let ok = Options::default();
+        assert_eq!(ok.validate(false), Ok(()));
+        assert_eq!(ok.validate(true), Ok(()));
+        assert_eq!(ok.mode_name(false), "warm");
+        assert_eq!(ok.mode_name(true), "ray");
+        assert_eq!(
+            ok.timeout_text(),
+            "time 4x reference + 2 s, at least 5 s, at most the task's timeout_s"
+        );
+        let mut slack = Options::default();
+        slack.timeout.slack_s = -1.0;
+        let e = slack.validate(false).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--timeout-slack must be a non-negative number of seconds, got -1"
+        );
+        let mut factor = Options::default();
+        factor.timeout.factor = f64::NAN;
+        assert!(matches!(
+            factor.validate(false),
+            Err(OptionsError::Seconds {
+                flag: "--timeout-factor",
+                ..
+            })
+        ));
+        let no_output = Options {
+            output_mb: 0,
+            ..Options::default()
+        };
+        assert_eq!(no_output.validate(false), Err(OptionsError::ZeroBound));
+        let fresh = Options {
+            fresh: true,
+            ..Options::default()
+        };
+        assert_eq!(fresh.mode_name(false), "fresh");
+        assert_eq!(fresh.validate(false), Ok(()));
+        assert_eq!(fresh.validate(true), Err(OptionsError::FreshOnRay));
+    }
+
+    #[test]
+    fn references_are_found_by_task() {
+        let mut a = crate::testing::result(0, Status::Pass, 1.0);
+        a.task_id = "a".into();
+        let b = crate::testing::result(0, Status::Fail, 2.0);
+        let by = by_task(&[a, b]);
+        assert_eq!(by.len(), 2);
+        assert_eq!(by["a"].status, Status::Pass);
+        assert_eq!(by["t"].wall_s, 2.0);
     }
 }

@@ -36,11 +36,13 @@ pub mod rundir;
 pub mod runner;
 pub mod task;
 pub mod taxonomy;
+#[cfg(test)]
+mod testing;
 
 pub use extract::{Extraction, Origin, extract_code};
 pub use generate::Generator;
 pub use generations::{Generation, load_generations};
-pub use harness::{Harness, HarnessError, Options, TimeoutPolicy};
+pub use harness::{Harness, HarnessError, Options, OptionsError, TimeoutPolicy};
 pub use metrics::{Summary, summarize};
 pub use outcome::{Role, SampleResult, Status};
 pub use rundir::RunDirError;

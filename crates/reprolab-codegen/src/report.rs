@@ -534,3 +534,123 @@ pub fn build(title: &str, info: &RunInfo, s: &Summary, incomplete: Option<&str>)
         sections,
     }
 }
+
+/// The summary's table as `codegen run` and `codegen report` print it: header (tasks,
+/// samples, pass@k, partial) and one row.
+pub fn summary_rows(s: &Summary) -> Vec<Vec<String>> {
+    let mut head = vec!["tasks".to_string(), "samples".into()];
+    head.extend(s.ks.iter().map(|k| format!("pass@{k}")));
+    head.push("partial".into());
+    let mut row = vec![s.tasks.to_string(), s.samples.to_string()];
+    row.extend(s.pass_at.iter().map(|p| format!("{:.1}%", 100.0 * p.value)));
+    row.push(format!("{:.1}%", 100.0 * s.partial));
+    vec![head, row]
+}
+
+/// The lines printed below [`summary_rows`]' table: statuses, tasks left out, failures by
+/// category (most first), the taxonomy's agreement and the classifier's work, each when there
+/// is something to say.
+pub fn summary_notes(s: &Summary) -> Vec<String> {
+    let mut notes = Vec::new();
+    let statuses: Vec<String> = Status::ALL
+        .iter()
+        .filter_map(|st| {
+            s.statuses
+                .get(st)
+                .filter(|n| **n > 0)
+                .map(|n| format!("{} {n}", st.name()))
+        })
+        .collect();
+    notes.push(format!("statuses: {}", statuses.join(", ")));
+    if !s.excluded.is_empty() {
+        notes.push(format!(
+            "left out: {}",
+            s.excluded
+                .iter()
+                .map(|e| e.task_id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if s.failures > 0 {
+        let mut cats: Vec<(&str, u64)> = Vec::new();
+        for t in &s.taxonomy {
+            if cats.last().is_none_or(|(c, _)| *c != t.category_title) {
+                cats.push((&t.category_title, t.category_total));
+            }
+        }
+        cats.sort_by_key(|c| std::cmp::Reverse(c.1));
+        let text: Vec<String> = cats.iter().map(|(c, n)| format!("{c} {n}")).collect();
+        notes.push(format!("failures: {}", text.join(", ")));
+    }
+    if let Some(a) = &s.agreement {
+        notes.push(format!(
+            "taxonomy agreement: {}/{} labelled failures ({:.1}%)",
+            a.agreed,
+            a.labelled,
+            100.0 * a.rate
+        ));
+    }
+    if let Some(c) = &s.classifier {
+        let Classified {
+            asked,
+            labelled,
+            changed,
+            unparsed,
+            failed,
+            ..
+        } = c;
+        let models = c.models.join(", ");
+        notes.push(format!(
+            "classifier {models}: asked about {asked} failures, {labelled} labelled ({changed} \
+             changed), {unparsed} without a valid label, {failed} failed"
+        ));
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::{Role, SampleResult};
+    use crate::testing::result;
+
+    fn sample(i: u32, status: Status) -> SampleResult {
+        SampleResult {
+            role: Role::Sample,
+            ..result(i, status, 1.0)
+        }
+    }
+
+    #[test]
+    fn the_printed_summary_has_pass_at_k_statuses_and_what_was_left_out() {
+        let reference = SampleResult {
+            role: Role::Reference,
+            ..result(0, Status::Pass, 1.0)
+        };
+        let samples = [sample(0, Status::Pass), sample(1, Status::Fail)];
+        let s = crate::summarize(&samples, &[reference]);
+        let rows = summary_rows(&s);
+        assert_eq!(rows[0][..2], ["tasks", "samples"]);
+        assert_eq!(rows[0].last().unwrap(), "partial");
+        assert_eq!(rows[0].len(), s.ks.len() + 3);
+        assert_eq!(rows[1][..2], ["1", "2"]);
+        assert_eq!(rows[1][2], "50.0%", "pass@1 of one pass in two");
+        let notes = summary_notes(&s);
+        assert_eq!(notes[0], "statuses: pass 1, fail 1");
+        assert!(
+            !notes.iter().any(|n| n.starts_with("left out")),
+            "{notes:?}"
+        );
+
+        // A task whose reference fails is left out.
+        let failing = SampleResult {
+            role: Role::Reference,
+            ..result(0, Status::Fail, 1.0)
+        };
+        let s = crate::summarize(&samples, &[failing]);
+        let notes = summary_notes(&s);
+        assert_eq!(notes[0], "statuses: ");
+        assert!(notes.contains(&"left out: t".to_string()), "{notes:?}");
+    }
+}

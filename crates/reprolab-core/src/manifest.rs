@@ -705,6 +705,42 @@ fn join(path: &[&str], key: &str) -> Vec<String> {
     v
 }
 
+/// One key to read: `key` of `table`, which stands at `path` in the manifest (`[]` at the
+/// top), whether it must be there, and what it should hold (for the issue when it does not).
+struct Field<'t, 'a> {
+    table: &'t toml::Table,
+    path: &'a [&'a str],
+    key: &'a str,
+    required: bool,
+    expected: &'a str,
+}
+
+impl<'t, 'a> Field<'t, 'a> {
+    /// A key that must be there ([`Field::optional`] for one that may be left out).
+    fn new(table: &'t toml::Table, path: &'a [&'a str], key: &'a str, expected: &'a str) -> Self {
+        Field {
+            table,
+            path,
+            key,
+            required: true,
+            expected,
+        }
+    }
+
+    /// The same key, which may be left out.
+    fn optional(self) -> Self {
+        Field {
+            required: false,
+            ..self
+        }
+    }
+
+    /// Its path in the manifest, as issues name it.
+    fn name(&self) -> Vec<String> {
+        join(self.path, self.key)
+    }
+}
+
 fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"))
 }
@@ -881,17 +917,10 @@ impl Walker<'_> {
         }
     }
 
-    fn get<'t>(
-        &mut self,
-        table: &'t toml::Table,
-        path: &[&str],
-        key: &str,
-        required: bool,
-        expected: &str,
-    ) -> Option<&'t Toml> {
-        let v = table.get(key);
-        if v.is_none() && required {
-            self.push(join(path, key), IssueKind::MissingKey, None, expected, None);
+    fn get<'t>(&mut self, f: &Field<'t, '_>) -> Option<&'t Toml> {
+        let v = f.table.get(f.key);
+        if v.is_none() && f.required {
+            self.push(f.name(), IssueKind::MissingKey, None, f.expected, None);
         }
         v
     }
@@ -906,51 +935,34 @@ impl Walker<'_> {
         );
     }
 
-    /// The value of `key` as `pick` reads it; a value that `pick` does not take is of the
+    /// The value of the field as `pick` reads it; a value that `pick` does not take is of the
     /// wrong type.
     fn get_as<'t, T>(
         &mut self,
-        table: &'t toml::Table,
-        path: &[&str],
-        key: &str,
-        required: bool,
-        expected: &str,
+        f: &Field<'t, '_>,
         pick: impl FnOnce(&'t Toml) -> Option<T>,
     ) -> Option<T> {
-        let v = self.get(table, path, key, required, expected)?;
+        let v = self.get(f)?;
         let picked = pick(v);
         if picked.is_none() {
-            self.wrong_type(path, key, v, expected);
+            self.wrong_type(f.path, f.key, v, f.expected);
         }
         picked
     }
 
-    fn get_str<'t>(
-        &mut self,
-        table: &'t toml::Table,
-        path: &[&str],
-        key: &str,
-        required: bool,
-        expected: &str,
-    ) -> Option<&'t str> {
-        self.get_as(table, path, key, required, expected, Toml::as_str)
+    fn get_str<'t>(&mut self, f: &Field<'t, '_>) -> Option<&'t str> {
+        self.get_as(f, Toml::as_str)
     }
 
     /// A required string that must not be empty (or only whitespace).
-    fn get_nonempty(
-        &mut self,
-        table: &toml::Table,
-        path: &[&str],
-        key: &str,
-        expected: &str,
-    ) -> Option<String> {
-        let s = self.get_str(table, path, key, true, expected)?;
+    fn get_nonempty(&mut self, f: &Field<'_, '_>) -> Option<String> {
+        let s = self.get_str(f)?;
         if s.trim().is_empty() {
             self.push(
-                join(path, key),
+                f.name(),
                 IssueKind::InvalidValue,
                 Some(quote(s)),
-                expected,
+                f.expected,
                 None,
             );
             return None;
@@ -967,14 +979,15 @@ impl Walker<'_> {
         options: &[&str],
     ) -> Option<usize> {
         let expected = format!("one of {}", quoted_list(options));
-        let s = self.get_str(table, path, key, true, &expected)?;
+        let f = Field::new(table, path, key, &expected);
+        let s = self.get_str(&f)?;
         match options.iter().position(|o| *o == s) {
             Some(i) => Some(i),
             None => {
                 let hint = closest(s, options.iter().copied())
                     .map(|c| format!("did you mean {}?", quote(c)));
                 self.push(
-                    join(path, key),
+                    f.name(),
                     IssueKind::InvalidValue,
                     Some(quote(s)),
                     expected,
@@ -985,39 +998,25 @@ impl Walker<'_> {
         }
     }
 
-    fn get_table<'t>(
-        &mut self,
-        table: &'t toml::Table,
-        path: &[&str],
-        key: &str,
-        required: bool,
-        expected: &str,
-    ) -> Option<&'t toml::Table> {
-        self.get_as(table, path, key, required, expected, Toml::as_table)
+    fn get_table<'t>(&mut self, f: &Field<'t, '_>) -> Option<&'t toml::Table> {
+        self.get_as(f, Toml::as_table)
     }
 
     /// A number (integer or float), finite.
-    fn get_f64(
-        &mut self,
-        table: &toml::Table,
-        path: &[&str],
-        key: &str,
-        required: bool,
-        expected: &str,
-    ) -> Option<f64> {
+    fn get_f64(&mut self, f: &Field<'_, '_>) -> Option<f64> {
         let number = |v: &Toml| match v {
             Toml::Integer(i) => Some(*i as f64),
             Toml::Float(f) => Some(*f),
             _ => None,
         };
-        match self.get_as(table, path, key, required, expected, number)? {
-            f if f.is_finite() => Some(f),
-            f => {
+        match self.get_as(f, number)? {
+            x if x.is_finite() => Some(x),
+            x => {
                 self.push(
-                    join(path, key),
+                    f.name(),
                     IssueKind::InvalidValue,
-                    Some(show(&Toml::Float(f))),
-                    format!("{expected} (finite)"),
+                    Some(show(&Toml::Float(x))),
+                    format!("{} (finite)", f.expected),
                     None,
                 );
                 None
@@ -1026,15 +1025,8 @@ impl Walker<'_> {
     }
 
     /// An integer (a float, even 2.0, is the wrong type).
-    fn get_i64(
-        &mut self,
-        table: &toml::Table,
-        path: &[&str],
-        key: &str,
-        required: bool,
-        expected: &str,
-    ) -> Option<i64> {
-        self.get_as(table, path, key, required, expected, Toml::as_integer)
+    fn get_i64(&mut self, f: &Field<'_, '_>) -> Option<i64> {
+        self.get_as(f, Toml::as_integer)
     }
 
     fn subject(&mut self, root: &toml::Table, dir: &Path, shown_dir: &Path) -> Option<Parsed> {
@@ -1043,7 +1035,7 @@ impl Walker<'_> {
         let name_expected =
             "a non-empty name of letters, digits, '-', '_' and '.' (not starting with '.')";
         let name = self
-            .get_str(root, &[], "name", true, name_expected)
+            .get_str(&Field::new(root, &[], "name", name_expected))
             .and_then(|s| {
                 let ok = !s.is_empty()
                     && !s.starts_with('.')
@@ -1063,7 +1055,7 @@ impl Walker<'_> {
                 }
             });
         let description = self
-            .get_str(root, &[], "description", false, "a string")
+            .get_str(&Field::new(root, &[], "description", "a string").optional())
             .unwrap_or("")
             .to_string();
         let task = self
@@ -1085,7 +1077,7 @@ impl Walker<'_> {
         let config_expected =
             "a path to the current config (a JSON file), relative to the subject directory";
         let config = self
-            .get_str(root, &[], "config", true, config_expected)
+            .get_str(&Field::new(root, &[], "config", config_expected))
             .map(str::to_string)
             .and_then(|rel| {
                 self.config_file(&["config"], &rel, dir, shown_dir, space.as_ref(), &broken)
@@ -1138,22 +1130,21 @@ impl Walker<'_> {
     }
 
     fn dataset(&mut self, root: &toml::Table) -> Option<Dataset> {
-        let t = self.get_table(
+        let t = self.get_table(&Field::new(
             root,
             &[],
             "dataset",
-            true,
             "a table [dataset] with name and description",
-        )?;
+        ))?;
         self.check_keys(
             t,
             &["dataset"],
             &["name", "description"],
             "one of the keys of [dataset]",
         );
-        let name = self.get_nonempty(t, &["dataset"], "name", "a non-empty string");
+        let name = self.get_nonempty(&Field::new(t, &["dataset"], "name", "a non-empty string"));
         let description = self
-            .get_str(t, &["dataset"], "description", false, "a string")
+            .get_str(&Field::new(t, &["dataset"], "description", "a string").optional())
             .unwrap_or("")
             .to_string();
         Some(Dataset {
@@ -1163,20 +1154,19 @@ impl Walker<'_> {
     }
 
     fn metric(&mut self, root: &toml::Table) -> Option<Metric> {
-        let t = self.get_table(
+        let t = self.get_table(&Field::new(
             root,
             &[],
             "metric",
-            true,
             "a table [metric] with name and goal = \"max\" or \"min\"",
-        )?;
+        ))?;
         self.check_keys(
             t,
             &["metric"],
             &["name", "goal"],
             "one of the keys of [metric]",
         );
-        let name = self.get_nonempty(t, &["metric"], "name", "a non-empty string");
+        let name = self.get_nonempty(&Field::new(t, &["metric"], "name", "a non-empty string"));
         let goal = self
             .get_enum(t, &["metric"], "goal", &["max", "min"])
             .map(|i| [Goal::Max, Goal::Min][i]);
@@ -1189,11 +1179,13 @@ impl Walker<'_> {
     fn limits(&mut self, root: &toml::Table) -> Option<Limits> {
         let mut limits = Limits::default();
         let Some(t) = self.get_table(
-            root,
-            &[],
-            "limits",
-            false,
-            "a table [limits] with timeout_s, memory_mb, output_mb",
+            &Field::new(
+                root,
+                &[],
+                "limits",
+                "a table [limits] with timeout_s, memory_mb, output_mb",
+            )
+            .optional(),
         ) else {
             return Some(limits);
         };
@@ -1206,7 +1198,7 @@ impl Walker<'_> {
         );
         let mut ok = true;
         let secs = "a positive number of seconds, at most 604800 (a week)";
-        if let Some(v) = self.get_f64(t, path, "timeout_s", false, secs) {
+        if let Some(v) = self.get_f64(&Field::new(t, path, "timeout_s", secs).optional()) {
             if v > 0.0 && v <= MAX_TIMEOUT_S {
                 limits.timeout_s = v;
             } else {
@@ -1227,7 +1219,7 @@ impl Walker<'_> {
             ("output_mb", &mut limits.output_mb),
         ] {
             let expected = "a positive integer number of MiB, at most 16777216 (16 TiB)";
-            match self.get_i64(t, path, key, false, expected) {
+            match self.get_i64(&Field::new(t, path, key, expected).optional()) {
                 Some(v) if v > 0 && v as u64 <= MAX_LIMIT_MB => *slot = v as u64,
                 Some(_) => {
                     self.push(
@@ -1247,13 +1239,12 @@ impl Walker<'_> {
     }
 
     fn entry(&mut self, root: &toml::Table, dir: &Path) -> Option<Entry> {
-        let t = self.get_table(
+        let t = self.get_table(&Field::new(
             root,
             &[],
             "entry",
-            true,
             "a table [entry] with callable = \"FILE.py:FUNCTION\" or command = \"TEMPLATE\"",
-        )?;
+        ))?;
         let path = &["entry"];
         self.check_keys(
             t,
@@ -1285,7 +1276,7 @@ impl Walker<'_> {
             }
             (Some(_), None) => {
                 let expected = "a Python callable \"FILE.py:FUNCTION\", like \"train.py:train\"";
-                let spec = self.get_str(t, path, "callable", true, expected)?;
+                let spec = self.get_str(&Field::new(t, path, "callable", expected))?;
                 let bad = |w: &mut Self, why: &str| {
                     w.push(
                         join(path, "callable"),
@@ -1336,7 +1327,7 @@ impl Walker<'_> {
             }
             (None, Some(_)) => {
                 let expected = "a command template, like \"{python} train.py --config {config} --seed {seed} --out {result}\"";
-                let template = self.get_str(t, path, "command", true, expected)?;
+                let template = self.get_str(&Field::new(t, path, "command", expected))?;
                 if template.trim().is_empty() {
                     self.push(
                         join(path, "command"),
@@ -1390,13 +1381,12 @@ impl Walker<'_> {
 
     /// The search space, and the names of parameters whose entry is broken.
     fn space(&mut self, root: &toml::Table) -> Option<(SearchSpace, BTreeSet<String>)> {
-        let t = self.get_table(
+        let t = self.get_table(&Field::new(
             root,
             &[],
             "space",
-            true,
             "a table [space] with one entry per hyperparameter of the config",
-        )?;
+        ))?;
         // toml::Table is sorted by key; restore the manifest's order from the spans.
         let mut names: Vec<&String> = t.keys().collect();
         names.sort_by_key(|n| {
@@ -1442,8 +1432,8 @@ impl Walker<'_> {
             Some(0) => self.choice(t, path),
             Some(1) => {
                 let e = "an integer";
-                let low = self.get_i64(t, path, "low", true, e);
-                let high = self.get_i64(t, path, "high", true, e);
+                let low = self.get_i64(&Field::new(t, path, "low", e));
+                let high = self.get_i64(&Field::new(t, path, "high", e));
                 match (low, high) {
                     (Some(low), Some(high)) if low > high => {
                         self.push(
@@ -1462,8 +1452,8 @@ impl Walker<'_> {
             Some(i) => {
                 let log = i == 3;
                 let e = "a number";
-                let low = self.get_f64(t, path, "low", true, e);
-                let high = self.get_f64(t, path, "high", true, e);
+                let low = self.get_f64(&Field::new(t, path, "low", e));
+                let high = self.get_f64(&Field::new(t, path, "high", e));
                 match (low, high) {
                     (Some(low), Some(_)) if log && low <= 0.0 => {
                         self.push(
@@ -1493,7 +1483,7 @@ impl Walker<'_> {
         };
 
         let fault_expected = format!("a fault type, one of {}", all_codes());
-        let fault = match self.get_str(t, path, "fault", false, &fault_expected) {
+        let fault = match self.get_str(&Field::new(t, path, "fault", &fault_expected).optional()) {
             None => Ok(None),
             Some(s) => match s.parse::<FaultType>() {
                 Ok(f) => Ok(Some(f)),
@@ -1512,7 +1502,7 @@ impl Walker<'_> {
             },
         };
         let layer_expected = "a layer index (a non-negative integer)";
-        let layer = match self.get_i64(t, path, "layer", false, layer_expected) {
+        let layer = match self.get_i64(&Field::new(t, path, "layer", layer_expected).optional()) {
             None if t.contains_key("layer") => Err(()),
             None => Ok(None),
             Some(l) => match u32::try_from(l) {
@@ -1570,7 +1560,7 @@ impl Walker<'_> {
 
     fn choice(&mut self, t: &toml::Table, path: &[&str]) -> Option<ParamKind> {
         let expected = "a non-empty array of values, like [16, 32, 64] or [\"relu\", \"tanh\"]";
-        let v = self.get(t, path, "values", true, expected)?;
+        let v = self.get(&Field::new(t, path, "values", expected))?;
         let Toml::Array(items) = v else {
             self.wrong_type(path, "values", v, expected);
             return None;
@@ -1705,22 +1695,23 @@ impl Walker<'_> {
             return Some(None);
         }
         let t = self.get_table(
-            root,
-            &[],
-            "fix",
-            false,
-            "a table [fix] with config = \"FILE.json\" and faults = [\"LABEL\", ...]",
+            &Field::new(
+                root,
+                &[],
+                "fix",
+                "a table [fix] with config = \"FILE.json\" and faults = [\"LABEL\", ...]",
+            )
+            .optional(),
         )?;
         let path = &["fix"];
         self.check_keys(t, path, &["config", "faults"], "one of the keys of [fix]");
         let config = self
-            .get_str(
+            .get_str(&Field::new(
                 t,
                 path,
                 "config",
-                true,
                 "a path to the fixed config (a JSON file), relative to the subject directory",
-            )
+            ))
             .map(str::to_string)
             .and_then(|rel| {
                 self.config_file(&["fix", "config"], &rel, dir, shown_dir, space, broken)
@@ -1729,7 +1720,7 @@ impl Walker<'_> {
         let label_expected = "a fault label: a fault type optionally followed by layer indices, like \"HLR\" or \"ACH(0,1)\"";
         let list_expected = "an array of fault labels, like [\"ACH(1)\", \"HLR\"]";
         let mut faults = Some(Vec::new());
-        match self.get(t, path, "faults", false, list_expected) {
+        match self.get(&Field::new(t, path, "faults", list_expected).optional()) {
             None => {}
             Some(Toml::Array(items)) => {
                 for (i, item) in items.iter().enumerate() {

@@ -72,6 +72,18 @@ fn load_err(manifest: &str, config: &str) -> ManifestError {
     }
 }
 
+/// The one issue of the manifest with `from` replaced by `to`, which must be `kind` at `key`.
+fn rejected(from: &str, to: &str, key: &str, kind: IssueKind) -> Issue {
+    let e = load_err(&edit(from, to), CONFIG);
+    let i = single(&e).clone();
+    assert_eq!(
+        (i.key.as_str(), i.kind),
+        (key, kind),
+        "{from:?} -> {to:?}: {e}"
+    );
+    i
+}
+
 /// The only issue of an `Invalid` error.
 fn single(e: &ManifestError) -> &Issue {
     assert_eq!(e.issues().len(), 1, "expected one issue, got:\n{e}");
@@ -288,9 +300,12 @@ fn toml_syntax_error_has_line_and_column() {
 
 #[test]
 fn unknown_keys_are_rejected_everywhere_with_suggestions() {
-    let e = load_err(&edit("task =", "taks = \"x\"\ntask ="), CONFIG);
-    let i = single(&e);
-    assert_eq!((i.key.as_str(), i.kind), ("taks", IssueKind::UnknownKey));
+    let i = rejected(
+        "task =",
+        "taks = \"x\"\ntask =",
+        "taks",
+        IssueKind::UnknownKey,
+    );
     assert_eq!(i.hint.as_deref(), Some("did you mean 'task'?"));
     assert_eq!(i.position, Some(Position { line: 3, column: 1 }));
 
@@ -520,24 +535,24 @@ fn missing_required_keys() {
 
 #[test]
 fn entry_needs_exactly_one_of_callable_and_command() {
-    let e = load_err(
-        &edit(
-            "callable = \"train.py:train\"",
-            "callable = \"train.py:train\"\ncommand = \"{python} train.py\"",
-        ),
-        CONFIG,
+    let i = rejected(
+        "callable = \"train.py:train\"",
+        "callable = \"train.py:train\"\ncommand = \"{python} train.py\"",
+        "entry",
+        IssueKind::Conflict,
     );
-    let i = single(&e);
-    assert_eq!((i.key.as_str(), i.kind), ("entry", IssueKind::Conflict));
     assert!(
         i.to_string()
             .contains("found both 'callable' and 'command', expected exactly one of"),
         "{i}"
     );
 
-    let e = load_err(&edit("callable = \"train.py:train\"", ""), CONFIG);
-    let i = single(&e);
-    assert_eq!((i.key.as_str(), i.kind), ("entry", IssueKind::Conflict));
+    let i = rejected(
+        "callable = \"train.py:train\"",
+        "",
+        "entry",
+        IssueKind::Conflict,
+    );
     assert!(i.to_string().contains("found neither"), "{i}");
 }
 
@@ -551,25 +566,24 @@ fn callable_must_be_file_colon_function() {
         ("train.py:", "identifier"),
         ("train.py:1train", "identifier"),
     ] {
-        let e = load_err(&edit("\"train.py:train\"", &quote(spec)), CONFIG);
-        let i = single(&e);
-        assert_eq!(
-            (i.key.as_str(), i.kind),
-            ("entry.callable", IssueKind::InvalidValue),
-            "{e}"
+        let i = rejected(
+            "\"train.py:train\"",
+            &quote(spec),
+            "entry.callable",
+            IssueKind::InvalidValue,
         );
         assert_eq!(i.found.as_deref(), Some(quote(spec).as_str()));
-        assert!(i.hint.as_deref().unwrap().contains(why), "{spec}: {e}");
+        assert!(i.hint.as_deref().unwrap().contains(why), "{spec}: {i}");
     }
 }
 
 #[test]
 fn entry_file_must_exist() {
-    let e = load_err(&edit("\"train.py:train\"", "\"model.py:train\""), CONFIG);
-    let i = single(&e);
-    assert_eq!(
-        (i.key.as_str(), i.kind),
-        ("entry.callable", IssueKind::MissingFile)
+    let i = rejected(
+        "\"train.py:train\"",
+        "\"model.py:train\"",
+        "entry.callable",
+        IssueKind::MissingFile,
     );
     assert!(
         i.to_string()
@@ -631,12 +645,12 @@ fn unknown_placeholders_are_rejected() {
 
 #[test]
 fn config_file_must_exist() {
-    let e = load_err(
-        &edit("config = \"config.json\"", "config = \"conf.json\""),
-        CONFIG,
+    let i = rejected(
+        "config = \"config.json\"",
+        "config = \"conf.json\"",
+        "config",
+        IssueKind::MissingFile,
     );
-    let i = single(&e);
-    assert_eq!((i.key.as_str(), i.kind), ("config", IssueKind::MissingFile));
     assert!(i.file.ends_with("reprolab.toml"));
     assert_eq!(i.found.as_deref(), Some("\"conf.json\""));
     assert!(i.hint.as_deref().unwrap().contains("conf.json"), "{i}");
@@ -760,11 +774,11 @@ fn config_values_must_lie_in_their_domain_and_all_issues_are_reported() {
 
 #[test]
 fn bad_ranges_and_choices() {
-    let e = load_err(&edit("low = 0, high = 2", "low = 3, high = 2"), CONFIG);
-    let i = single(&e);
-    assert_eq!(
-        (i.key.as_str(), i.kind),
-        ("space.layer1.low", IssueKind::InvalidValue)
+    let i = rejected(
+        "low = 0, high = 2",
+        "low = 3, high = 2",
+        "space.layer1.low",
+        IssueKind::InvalidValue,
     );
     assert_eq!(
         i.to_string().split_once(": ").unwrap().1,
@@ -787,30 +801,20 @@ fn bad_ranges_and_choices() {
     );
 
     for low in ["0", "-1.0", "0.0"] {
-        let e = load_err(
-            &edit(
-                "\"log-float\", low = 1e-6",
-                &format!("\"log-float\", low = {low}"),
-            ),
-            CONFIG,
-        );
-        let i = single(&e);
-        assert_eq!(
-            (i.key.as_str(), i.kind),
-            ("space.lr2.low", IssueKind::InvalidValue),
-            "{e}"
+        let i = rejected(
+            "\"log-float\", low = 1e-6",
+            &format!("\"log-float\", low = {low}"),
+            "space.lr2.low",
+            IssueKind::InvalidValue,
         );
         assert!(i.expected.contains("> 0"), "{i}");
     }
 
-    let e = load_err(
-        &edit("values = [\"relu\", \"tanh\"]", "values = []"),
-        CONFIG,
-    );
-    let i = single(&e);
-    assert_eq!(
-        (i.key.as_str(), i.kind),
-        ("space.act0.values", IssueKind::InvalidValue)
+    let i = rejected(
+        "values = [\"relu\", \"tanh\"]",
+        "values = []",
+        "space.act0.values",
+        IssueKind::InvalidValue,
     );
     assert_eq!(i.found.as_deref(), Some("[]"));
 
@@ -835,31 +839,28 @@ fn bad_ranges_and_choices() {
 
 #[test]
 fn faults_and_layers() {
-    let e = load_err(&edit("fault = \"HBS\"", "fault = \"HBZ\""), CONFIG);
-    let i = single(&e);
-    assert_eq!(
-        (i.key.as_str(), i.kind),
-        ("space.batch_size.fault", IssueKind::InvalidValue)
+    let i = rejected(
+        "fault = \"HBS\"",
+        "fault = \"HBZ\"",
+        "space.batch_size.fault",
+        IssueKind::InvalidValue,
     );
     assert_eq!(i.found.as_deref(), Some("\"HBZ\""));
     assert!(i.expected.contains("HBS, HLR, HNE"), "{i}");
     assert!(i.hint.is_some());
 
-    let e = load_err(&edit(", fault = \"ACH\", layer = 0", ", layer = 0"), CONFIG);
-    let i = single(&e);
-    assert_eq!(
-        (i.key.as_str(), i.kind),
-        ("space.act0.layer", IssueKind::Conflict)
+    rejected(
+        ", fault = \"ACH\", layer = 0",
+        ", layer = 0",
+        "space.act0.layer",
+        IssueKind::Conflict,
     );
 
-    let e = load_err(
-        &edit("fault = \"ACH\", layer = 0", "fault = \"HLR\", layer = 0"),
-        CONFIG,
-    );
-    let i = single(&e);
-    assert_eq!(
-        (i.key.as_str(), i.kind),
-        ("space.act0.layer", IssueKind::InvalidValue)
+    let i = rejected(
+        "fault = \"ACH\", layer = 0",
+        "fault = \"HLR\", layer = 0",
+        "space.act0.layer",
+        IssueKind::InvalidValue,
     );
     assert!(i.expected.contains("concerns no particular layer"), "{i}");
 
@@ -936,13 +937,7 @@ fn limits_must_be_positive() {
         ),
         ("timeout_s = 300", "timeout_s = 1e12", "limits.timeout_s"),
     ] {
-        let e = load_err(&edit(from, to), CONFIG);
-        let i = single(&e);
-        assert_eq!(
-            (i.key.as_str(), i.kind),
-            (key, IssueKind::InvalidValue),
-            "{e}"
-        );
+        let i = rejected(from, to, key, IssueKind::InvalidValue);
         assert!(i.expected.contains("positive"), "{i}");
     }
     let d = subject(&edit("timeout_s = 300", "timeout_s = 0.5"), CONFIG);
@@ -952,18 +947,11 @@ fn limits_must_be_positive() {
 #[test]
 fn the_config_must_be_inside_the_subject() {
     for outside in ["/etc/passwd", "../config.json", "a/../../b.json"] {
-        let e = load_err(
-            &edit(
-                "config = \"config.json\"",
-                &format!("config = \"{outside}\""),
-            ),
-            CONFIG,
-        );
-        let i = single(&e);
-        assert_eq!(
-            (i.key.as_str(), i.kind),
-            ("config", IssueKind::InvalidValue),
-            "{e}"
+        let i = rejected(
+            "config = \"config.json\"",
+            &format!("config = \"{outside}\""),
+            "config",
+            IssueKind::InvalidValue,
         );
         assert!(i.expected.contains("inside the subject directory"), "{i}");
     }

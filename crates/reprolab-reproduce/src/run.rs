@@ -210,11 +210,15 @@ impl ScriptRunner<'_> {
             };
             tasks.spawn(async move {
                 let _permit = gate.acquire_owned().await;
+                let job = Job {
+                    script: &script,
+                    seed,
+                    limits: &limits,
+                    paths: &paths,
+                };
                 let obs = match warm {
-                    Some(Warm::Local(pool)) => {
-                        run_warm(&pool, &env, &script, seed, &limits, &paths).await
-                    }
-                    Some(Warm::Ray(ray)) => run_on_ray(&ray, &script, seed, &limits, &paths).await,
+                    Some(Warm::Local(pool)) => job.in_worker(&pool, &env).await,
+                    Some(Warm::Ray(ray)) => job.on_ray(&ray).await,
                     None => run_once(&env, &script, seed, &limits, &paths).await,
                 };
                 (i, obs)
@@ -252,55 +256,6 @@ fn not_started(seed: u64, why: String) -> Observation {
     )
 }
 
-/// One run in a forked child of a warm worker of `pool`; in a fresh process ([`run_once`]) when
-/// the pool cannot run it (no worker starts).
-pub async fn run_warm(
-    pool: &WorkerPool,
-    env: &PythonEnv,
-    script: &str,
-    seed: u64,
-    limits: &Limits,
-    paths: &[PathBuf],
-) -> Observation {
-    let job = Job {
-        script,
-        seed,
-        limits,
-        paths,
-    };
-    job.observe(
-        async |job| pool.run_script(job).await,
-        async |e| {
-            tracing::warn!("warm script run failed ({e}); running it in a fresh process");
-            run_once(env, script, seed, limits, paths).await
-        },
-    )
-    .await
-}
-
-/// One run in a slot of a Ray cluster that runs the script's environment. The cluster failing
-/// under it (a lost driver or node) is a run that did not start, with the reason: not cached,
-/// run again next time.
-pub async fn run_on_ray(
-    ray: &RayExecutor,
-    script: &str,
-    seed: u64,
-    limits: &Limits,
-    paths: &[PathBuf],
-) -> Observation {
-    let job = Job {
-        script,
-        seed,
-        limits,
-        paths,
-    };
-    job.observe(
-        async |job| ray.run_script(&job).await,
-        async |e| not_started(seed, format!("on Ray: {e}")),
-    )
-    .await
-}
-
 /// One run of a script with a seed, for a backend that runs [`ScriptJob`]s (a warm worker, a
 /// Ray slot).
 struct Job<'a> {
@@ -311,6 +266,30 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
+    /// The run in a forked child of a warm worker of `pool`; in a fresh process ([`run_once`])
+    /// when the pool cannot run it (no worker starts).
+    async fn in_worker(&self, pool: &WorkerPool, env: &PythonEnv) -> Observation {
+        self.observe(
+            async |job| pool.run_script(job).await,
+            async |e| {
+                tracing::warn!("warm script run failed ({e}); running it in a fresh process");
+                run_once(env, self.script, self.seed, self.limits, self.paths).await
+            },
+        )
+        .await
+    }
+
+    /// The run in a slot of a Ray cluster that runs the script's environment. The cluster
+    /// failing under it (a lost driver or node) is a run that did not start, with the reason:
+    /// not cached, run again next time.
+    async fn on_ray(&self, ray: &RayExecutor) -> Observation {
+        self.observe(
+            async |job| ray.run_script(&job).await,
+            async |e| not_started(self.seed, format!("on Ray: {e}")),
+        )
+        .await
+    }
+
     /// The run by `backend`, its files kept in a scratch directory, observed; when the backend
     /// could not run it (the machinery, not the script), what `infra` makes of its reason.
     async fn observe(

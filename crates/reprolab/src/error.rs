@@ -12,7 +12,7 @@ use std::fmt;
 use reprolab_codegen::generate::GenerateError;
 use reprolab_codegen::runner::RunnerError;
 use reprolab_codegen::task::FileError;
-use reprolab_codegen::{HarnessError, RunDirError, SelectError};
+use reprolab_codegen::{HarnessError, OptionsError, RunDirError, SelectError};
 use reprolab_core::{ManifestError, ProgramError, TemplateError};
 use reprolab_exec::env::EnvError;
 use reprolab_exec::{EvalError, WorkerError};
@@ -135,6 +135,9 @@ fn codegen_kind(e: &(dyn std::error::Error + 'static)) -> Option<Kind> {
             }
             CampaignError::Count { .. } => Kind::Infrastructure,
         });
+    }
+    if e.is::<OptionsError>() {
+        return Some(Kind::Usage);
     }
     if e.is::<RunnerError>() {
         return Some(Kind::Infrastructure);
@@ -352,6 +355,7 @@ mod tests {
             ids: "a".into(),
         };
         assert_eq!(classify(&anyhow!(no_match)), Kind::Usage);
+        assert_eq!(classify(&anyhow!(OptionsError::FreshOnRay)), Kind::Usage);
         let unknown = SelectError::UnknownTasks { ids: "x".into() };
         assert_eq!(classify(&anyhow!(unknown)), Kind::Input);
         let tasks = FileError::single(std::path::Path::new("t.jsonl"), 1, "id", "missing");

@@ -84,6 +84,19 @@ pub fn bench_localize_static(dir: &Path, out: &Path, faults: &Path) -> serde_jso
     json(&done)
 }
 
+/// The `alternatives.json` a neutrality analysis stored in `fault`, checked to list as many
+/// alternatives as its summary `s` counts in Table 4.
+pub fn stored_alternatives(fault: &Path, s: &serde_json::Value) -> serde_json::Value {
+    let text = std::fs::read_to_string(fault.join("alternatives.json")).unwrap();
+    let stored: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        stored["alternatives"].as_array().unwrap().len() as u64,
+        s["table4"]["alternatives"].as_u64().unwrap(),
+        "{stored}"
+    );
+    stored
+}
+
 /// Write a config JSON file into `dir` and return its path.
 pub fn config_file(dir: &Path, name: &str, value: serde_json::Value) -> PathBuf {
     let p = dir.join(name);

@@ -190,6 +190,21 @@ fn verify_decides_by_constants_calls_and_probes_and_shows_the_evidence() {
     );
 }
 
+/// `reprolab --json paper verify paper.md code EXTRA --llm` in `dir` (a [`small_paper`]), the
+/// judge being the fake `server`: the JSON it prints.
+fn verify_with_judge(
+    dir: &std::path::Path,
+    server: &FakeServer,
+    extra: &[&str],
+) -> serde_json::Value {
+    let out = run(reprolab_without_llm_settings(dir)
+        .args(["--json", "paper", "verify", "paper.md", "code"])
+        .args(extra)
+        .arg("--llm")
+        .arg(format!("openai:fake@{}", server.base_url())));
+    json(&out)
+}
+
 #[test]
 fn the_judge_decides_only_what_no_check_did_by_majority_of_its_votes() {
     let tmp = tempfile::tempdir().unwrap();
@@ -211,18 +226,7 @@ fn the_judge_decides_only_what_no_check_did_by_majority_of_its_votes() {
             answer(1),
         ],
     );
-    let out = run(reprolab_without_llm_settings(tmp.path())
-        .args([
-            "--json",
-            "paper",
-            "verify",
-            "paper.md",
-            "code",
-            "--judge-only",
-            "--llm",
-        ])
-        .arg(format!("openai:fake@{}", server.base_url())));
-    let v = json(&out);
+    let v = verify_with_judge(tmp.path(), &server, &["--judge-only"]);
     assert_decided(
         &verdict_of(&v, "C3"),
         "fail",
@@ -492,10 +496,7 @@ fn the_judge_writes_a_probe_first_and_running_it_decides() {
             vote,
         ],
     );
-    let out = run(reprolab_without_llm_settings(tmp.path())
-        .args(["--json", "paper", "verify", "paper.md", "code", "--llm"])
-        .arg(format!("openai:fake@{}", server.base_url())));
-    let v = json(&out);
+    let v = verify_with_judge(tmp.path(), &server, &[]);
     assert_decided(
         &verdict_of(&v, "C3"),
         "fail",

@@ -8,15 +8,18 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use reprolab_codegen::checks::{self, SampleTimes, failure_text};
+use reprolab_codegen::checks::{self, Measured, RunnerComparison, failure_text};
 use reprolab_codegen::generate::ModelError;
-use reprolab_codegen::generations::{Generation, load_generations, select_generations};
-use reprolab_codegen::harness::OnDone;
+use reprolab_codegen::generations::{
+    Generation, attach_expected, load_earlier_generations, load_generations, missing_samples,
+    reference_answers, select_generations, tasks_with_answers,
+};
+use reprolab_codegen::harness::{OnDone, by_task};
 use reprolab_codegen::metrics::Summary;
 use reprolab_codegen::refine::Classifier;
-use reprolab_codegen::report::RunInfo;
+use reprolab_codegen::report::{RunInfo, summary_notes, summary_rows};
 use reprolab_codegen::rundir::{self, Appender};
-use reprolab_codegen::task::{Task, TaskKind, select};
+use reprolab_codegen::task::{Task, select};
 use reprolab_codegen::taxonomy::FailureClassifier;
 use reprolab_codegen::{
     Generator, Harness, Options, SampleResult, Status, TimeoutPolicy, load_tasks,
@@ -144,25 +147,7 @@ fn load(path: &Path, only: &[String]) -> Result<(Vec<Arc<Task>>, HashSet<String>
 }
 
 fn options(g: &Global, l: &CodegenLimits, fresh: bool) -> Result<Options> {
-    for (name, v) in [
-        ("--timeout-factor", l.timeout_factor),
-        ("--timeout-slack", l.timeout_slack),
-        ("--timeout-min", l.timeout_min),
-    ] {
-        if !v.is_finite() || v < 0.0 {
-            bail!("{name} must be a non-negative number of seconds, got {v}");
-        }
-    }
-    if l.memory_mb == 0 || l.output_mb == 0 {
-        bail!("--memory-mb and --output-mb must be at least 1");
-    }
-    if fresh && g.backend == Backend::Ray {
-        bail!(
-            "--fresh runs pytest in fresh local processes; with --backend ray every sample runs \
-             in a warm runner on the cluster (drop one of the two)"
-        );
-    }
-    Ok(Options {
+    let opts = Options {
         workers: g
             .workers
             .unwrap_or_else(reprolab_exec::default_workers)
@@ -177,14 +162,9 @@ fn options(g: &Global, l: &CodegenLimits, fresh: bool) -> Result<Options> {
             min_s: l.timeout_min,
         },
         read_cache: !g.no_cache,
-    })
-}
-
-fn timeout_text(o: &Options) -> String {
-    format!(
-        "time {}x reference + {} s, at least {} s, at most the task's timeout_s",
-        o.timeout.factor, o.timeout.slack_s, o.timeout.min_s
-    )
+    };
+    opts.validate(g.backend == Backend::Ray)?;
+    Ok(opts)
 }
 
 /// A progress bar whose message counts statuses.
@@ -229,20 +209,11 @@ async fn validate(g: &Global, a: &CodegenValidateArgs) -> Result<ExitCode> {
     let cb = bar_callback(&pb);
     let refs = harness.references(&tasks, &cb).await?;
     pb.finish_and_clear();
-    let by_task: HashMap<String, SampleResult> = refs
-        .iter()
-        .map(|r| (r.task_id.clone(), r.clone()))
-        .collect();
+    let by_task = by_task(&refs);
 
     let mut wrongs: HashMap<String, Vec<SampleResult>> = HashMap::new();
     if a.wrong {
-        let n: usize = tasks
-            .iter()
-            .map(|t| match &t.kind {
-                TaskKind::Function { wrong, .. } => wrong.len(),
-                TaskKind::Repository { .. } => 0,
-            })
-            .sum();
+        let n = checks::wrong_solution_count(&tasks);
         let pb = progress::bar(n as u64, "wrong solutions", g.json);
         let cb = bar_callback(&pb);
         for r in harness.wrong_solutions(&tasks, &by_task, &cb).await? {
@@ -252,57 +223,15 @@ async fn validate(g: &Global, a: &CodegenValidateArgs) -> Result<ExitCode> {
     }
     harness.shutdown().await;
 
-    let mut rows = vec![
-        [
-            "task",
-            "kind",
-            "reference",
-            "tests",
-            "time",
-            "wrong",
-            "problems",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
-    let mut report = Vec::new();
-    let mut invalid = 0;
-    for t in &tasks {
-        let r = &by_task[&t.id];
-        let w = wrongs.get(&t.id).cloned().unwrap_or_default();
-        let checked = checks::validity(t, r, a.wrong.then_some(w.as_slice()));
-        let problems = checked.problems;
-        let wrong_text = checked
-            .wrong_caught
-            .map_or("-".into(), |(caught, n)| format!("{caught}/{n} caught"));
-        if !problems.is_empty() {
-            invalid += 1;
-        }
-        rows.push(vec![
-            t.id.clone(),
-            t.kind_name().into(),
-            r.status.name().into(),
-            format!("{}/{}", r.passed, r.total),
-            format!("{:.2} s", r.wall_s),
-            wrong_text,
-            if problems.is_empty() {
-                "ok".into()
-            } else {
-                problems.join("; ")
-            },
-        ]);
-        report.push(json!({
-            "task_id": t.id, "kind": t.kind_name(), "valid": problems.is_empty(),
-            "problems": problems, "reference": r, "wrong": w,
-        }));
-    }
+    let checked = checks::check_tasks(&tasks, &by_task, a.wrong.then_some(&wrongs));
+    let invalid = checks::invalid_count(&checked);
     if g.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&json!({"tasks": report, "invalid": invalid}))?
+            serde_json::to_string_pretty(&checks::validation_json(&checked))?
         );
     } else {
-        print!("{}", render(&rows));
+        print!("{}", render(&checks::validation_rows(&checked)));
         println!(
             "\n{} of {} tasks valid{}",
             tasks.len() - invalid,
@@ -349,16 +278,11 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
         },
         samples: a.samples,
         temperature: generator.as_ref().map(|_| a.temperature),
-        mode: match (g.backend, a.fresh) {
-            (Backend::Ray, _) => "ray",
-            (Backend::Local, true) => "fresh",
-            (Backend::Local, false) => "warm",
-        }
-        .into(),
+        mode: opts.mode_name(g.backend == Backend::Ray).into(),
         workers: opts.workers,
         memory_mb: opts.memory_mb,
         output_mb: opts.output_mb,
-        timeout: timeout_text(&opts),
+        timeout: opts.timeout_text(),
         started_at: reprolab_store::now_rfc3339(),
         finished_at: String::new(),
         environment: env.id.clone(),
@@ -378,11 +302,7 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
         }
         (None, Some(model)) => {
             let path = a.out.join(rundir::GENERATIONS_FILE);
-            let existing = if path.exists() {
-                load_generations(&path)?
-            } else {
-                Vec::new()
-            };
+            let existing = load_earlier_generations(&path)?;
             let n = a.samples.unwrap_or(1);
             let pb = progress::bar(tasks.len() as u64, "generating", g.json);
             let all = reprolab_codegen::generate::generate_missing(
@@ -402,15 +322,13 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
         (None, None) => bail!("give --generations FILE or --llm SPEC"),
     };
     if let Some(n) = a.samples {
-        warn_missing_samples(&tasks, &gens, n);
+        for (task, have) in missing_samples(&tasks, &gens, n) {
+            eprintln!("warning: task {task} has {have} of the {n} samples asked for");
+        }
     }
     info.expected_samples = Some(gens.len());
     rundir::write_run_info(&a.out, &info)?;
-    let with_answers: HashSet<&str> = gens.iter().map(|x| x.task_id.as_str()).collect();
-    let tasks: Vec<Arc<Task>> = tasks
-        .into_iter()
-        .filter(|t| with_answers.contains(t.id.as_str()))
-        .collect();
+    let tasks = tasks_with_answers(tasks, &gens);
     if tasks.is_empty() {
         bail!("no answer in the generations belongs to the selected tasks");
     }
@@ -421,10 +339,7 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
     let refs = harness.references(&tasks, &cb).await?;
     pb.finish_and_clear();
     rundir::write_jsonl(&a.out.join(rundir::REFERENCES_FILE), &refs)?;
-    let by_task: HashMap<String, SampleResult> = refs
-        .iter()
-        .map(|r| (r.task_id.clone(), r.clone()))
-        .collect();
+    let by_task = by_task(&refs);
     for r in refs.iter().filter(|r| r.status != Status::Pass) {
         progress::line(
             &pb,
@@ -450,16 +365,7 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
         .generations(&tasks, &gens, &by_task, on_done)
         .await?;
     pb.finish_and_clear();
-    let expected: HashMap<(&str, u32), _> = gens
-        .iter()
-        .filter_map(|x| {
-            x.expected_label
-                .map(|e| ((x.task_id.as_str(), x.sample), e))
-        })
-        .collect();
-    for r in &mut results {
-        r.expected = expected.get(&(r.task_id.as_str(), r.sample)).copied();
-    }
+    attach_expected(&mut results, &gens);
     let runners_started = harness.runners_started();
     harness.shutdown().await;
     if let Some(classifier) = &classifier {
@@ -503,81 +409,10 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Say which tasks have fewer answers than `--samples` asked for.
-fn warn_missing_samples(tasks: &[Arc<Task>], gens: &[Generation], n: u32) {
-    let mut per: HashMap<&str, u32> = HashMap::new();
-    for x in gens {
-        *per.entry(x.task_id.as_str()).or_default() += 1;
-    }
-    for t in tasks {
-        let have = per.get(t.id.as_str()).copied().unwrap_or(0);
-        if have < n {
-            eprintln!(
-                "warning: task {} has {have} of the {n} samples asked for",
-                t.id
-            );
-        }
-    }
-}
-
 fn print_summary(s: &Summary) {
-    let mut head = vec!["tasks".to_string(), "samples".into()];
-    head.extend(s.ks.iter().map(|k| format!("pass@{k}")));
-    head.push("partial".into());
-    let mut row = vec![s.tasks.to_string(), s.samples.to_string()];
-    row.extend(s.pass_at.iter().map(|p| format!("{:.1}%", 100.0 * p.value)));
-    row.push(format!("{:.1}%", 100.0 * s.partial));
-    print!("{}", render(&[head, row]));
-    let statuses: Vec<String> = Status::ALL
-        .iter()
-        .filter_map(|st| {
-            s.statuses
-                .get(st)
-                .filter(|n| **n > 0)
-                .map(|n| format!("{} {n}", st.name()))
-        })
-        .collect();
-    println!("statuses: {}", statuses.join(", "));
-    if !s.excluded.is_empty() {
-        println!(
-            "left out: {}",
-            s.excluded
-                .iter()
-                .map(|e| e.task_id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    if s.failures > 0 {
-        let mut cats: Vec<(&str, u64)> = Vec::new();
-        for t in &s.taxonomy {
-            if cats.last().is_none_or(|(c, _)| *c != t.category_title) {
-                cats.push((&t.category_title, t.category_total));
-            }
-        }
-        cats.sort_by_key(|c| std::cmp::Reverse(c.1));
-        let text: Vec<String> = cats.iter().map(|(c, n)| format!("{c} {n}")).collect();
-        println!("failures: {}", text.join(", "));
-    }
-    if let Some(a) = &s.agreement {
-        println!(
-            "taxonomy agreement: {}/{} labelled failures ({:.1}%)",
-            a.agreed,
-            a.labelled,
-            100.0 * a.rate
-        );
-    }
-    if let Some(c) = &s.classifier {
-        println!(
-            "classifier {}: asked about {} failures, {} labelled ({} changed), {} without a valid \
-             label, {} failed",
-            c.models.join(", "),
-            c.asked,
-            c.labelled,
-            c.changed,
-            c.unparsed,
-            c.failed
-        );
+    print!("{}", render(&summary_rows(s)));
+    for line in summary_notes(s) {
+        println!("{line}");
     }
 }
 
@@ -608,14 +443,6 @@ fn report(g: &Global, a: &CodegenReportArgs) -> Result<ExitCode> {
 
 // ------------------------------------------------------------------------------- bench
 
-/// One mode's measurement.
-struct Measured {
-    startup_s: f64,
-    wall_s: f64,
-    results: Vec<SampleResult>,
-    import_s: Vec<f64>,
-}
-
 async fn measure(
     g: &Global,
     env: &reprolab_exec::PythonEnv,
@@ -634,10 +461,7 @@ async fn measure(
     let refs = harness.references(tasks, &cb).await?;
     pb.finish_and_clear();
     let startup_s = t0.elapsed().as_secs_f64();
-    let by_task: HashMap<String, SampleResult> = refs
-        .iter()
-        .map(|r| (r.task_id.clone(), r.clone()))
-        .collect();
+    let by_task = by_task(&refs);
     let pb = progress::bar(gens.len() as u64, &format!("{label}: samples"), g.json);
     let cb = bar_callback(&pb);
     let t1 = Instant::now();
@@ -672,22 +496,7 @@ async fn bench(g: &Global, a: &CodegenBenchArgs) -> Result<ExitCode> {
             if a.repeat == 0 {
                 bail!("--repeat must be at least 1");
             }
-            // Function tasks' references as answers (repository references are the repo itself).
-            tasks
-                .iter()
-                .filter_map(|t| match &t.kind {
-                    TaskKind::Function { reference, .. } => Some((t, reference)),
-                    TaskKind::Repository { .. } => None,
-                })
-                .flat_map(|(t, reference)| {
-                    (0..a.repeat).map(move |i| Generation {
-                        task_id: t.id.clone(),
-                        sample: i,
-                        completion: format!("```python\n{reference}\n```\n"),
-                        expected_label: None,
-                    })
-                })
-                .collect()
+            reference_answers(&tasks, a.repeat)
         }
     };
     if gens.is_empty() {
@@ -710,86 +519,23 @@ async fn bench(g: &Global, a: &CodegenBenchArgs) -> Result<ExitCode> {
     )
     .await?;
 
-    let n = gens.len();
-    let per_min = |wall: f64| n as f64 * 60.0 / wall;
-    let (w, f) = (
-        SampleTimes::of(&warm.results),
-        SampleTimes::of(&fresh.results),
-    );
-    let (ww, wt, wo) = (w.wall_s, w.tests_s, w.overhead_s);
-    let (fw, ft, fo) = (f.wall_s, f.tests_s, f.overhead_s);
-    let disagree = checks::status_disagreements(&warm.results, &fresh.results);
-    let (wtp, ftp) = (per_min(warm.wall_s), per_min(fresh.wall_s));
-    let import_mean = if warm.import_s.is_empty() {
-        0.0
-    } else {
-        warm.import_s.iter().sum::<f64>() / warm.import_s.len() as f64
+    let comparison = RunnerComparison {
+        samples: gens.len(),
+        workers: opts.workers,
+        warm,
+        fresh,
     };
     if g.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "samples": n, "workers": opts.workers, "status_disagreements": disagree,
-                "warm": {"wall_s": warm.wall_s, "samples_per_min": wtp, "mean_sample_wall_s": ww, "mean_tests_s": wt,
-                         "mean_overhead_s": wo, "startup_s": warm.startup_s, "runner_import_s": import_mean},
-                "fresh": {"wall_s": fresh.wall_s, "samples_per_min": ftp, "mean_sample_wall_s": fw, "mean_tests_s": ft,
-                          "mean_overhead_s": fo, "startup_s": fresh.startup_s},
-                "throughput_ratio": wtp / ftp, "overhead_ratio": fo / wo.max(1e-9),
-            }))?
-        );
+        println!("{}", serde_json::to_string_pretty(&comparison.to_json())?);
     } else {
-        println!("{n} samples per runner, {} in parallel\n", opts.workers);
-        let rows = vec![
-            [
-                "runner",
-                "wall",
-                "samples/min",
-                "per sample",
-                "tests' own",
-                "overhead/sample",
-            ]
-            .map(String::from)
-            .to_vec(),
-            vec![
-                "warm (fork per sample)".into(),
-                format!("{:.1} s", warm.wall_s),
-                format!("{wtp:.1}"),
-                format!("{ww:.3} s"),
-                format!("{wt:.3} s"),
-                format!("{wo:.3} s"),
-            ],
-            vec![
-                "fresh process".into(),
-                format!("{:.1} s", fresh.wall_s),
-                format!("{ftp:.1}"),
-                format!("{fw:.3} s"),
-                format!("{ft:.3} s"),
-                format!("{fo:.3} s"),
-            ],
-        ];
-        print!("{}", render(&rows));
-        println!(
-            "\nthroughput warm / fresh: {:.1}x; overhead per sample fresh / warm: {:.1}x",
-            wtp / ftp,
-            fo / wo.max(1e-9)
-        );
-        println!(
-            "warm runners' start-up: {:.1} s import each, {:.1} s until the references had run (not in the figures above)",
-            import_mean, warm.startup_s
-        );
-        if disagree > 0 {
-            println!(
-                "{disagree} samples got different statuses in the two runners (timeouts under load?)"
-            );
+        println!("{}\n", comparison.heading());
+        print!("{}", render(&comparison.rows()));
+        println!();
+        for line in comparison.notes() {
+            println!("{line}");
         }
     }
-    let infra = warm
-        .results
-        .iter()
-        .chain(&fresh.results)
-        .filter(|r| r.status == Status::Infra)
-        .count();
-    Ok(if infra > 0 {
+    Ok(if comparison.infra() > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

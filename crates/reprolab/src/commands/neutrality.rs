@@ -2,17 +2,15 @@
 //! known fix for alternative ground truths — with the graph written as JSON, DOT and SVG, and
 //! the alternatives stored next to the fault for the benchmarks.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use reprolab_core::manifest::Subject;
-use reprolab_neutrality::{
-    self as neutrality, Alternatives, NeutralityResult, NeutralitySettings, NeutralityStop, Table4,
-    dot,
+use reprolab_bench::neutrality::{
+    Summary, best_alternatives, best_alternatives_heading, write_graph,
 };
-use serde::Serialize;
+use reprolab_neutrality::{self as neutrality, Alternatives, NeutralitySettings};
 
 use crate::cli::{Global, NeutralityArgs};
 use crate::context;
@@ -45,35 +43,6 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(format!("{t:?} is not a positive duration; {expected}"));
     }
     Ok(Duration::from_secs_f64(x * scale))
-}
-
-/// What one analysis cost and found, as written to `summary.json` and printed.
-#[derive(Debug, Serialize)]
-pub struct Summary {
-    pub subject: String,
-    pub fault_dir: PathBuf,
-    pub table4: Table4,
-    pub tried: usize,
-    pub levels: usize,
-    /// Trainings asked (cached ones included), trained now, answered by the cache, and not
-    /// needed thanks to sequential testing.
-    pub trainings: usize,
-    pub trained: usize,
-    pub cached: usize,
-    pub saved: usize,
-    pub stopped_early: usize,
-    pub unfinished: usize,
-    pub stop: NeutralityStop,
-    pub wall_s: f64,
-    pub runs: usize,
-    pub top_k: usize,
-    pub split: reprolab_core::Split,
-    pub sequential: bool,
-    pub budget_s: Option<f64>,
-    pub max_nodes: Option<usize>,
-    pub workers: usize,
-    pub alternatives_file: PathBuf,
-    pub graph: [PathBuf; 3],
 }
 
 pub async fn run(g: &Global, a: &NeutralityArgs) -> Result<ExitCode> {
@@ -183,146 +152,18 @@ pub async fn run(g: &Global, a: &NeutralityArgs) -> Result<ExitCode> {
             }))?
         );
     } else {
-        print_summary(&subject, &summary, &alternatives);
+        print_summary(&summary, &alternatives);
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// `graph.json` (every node tried, with its runs and decision), `graph.dot`, `graph.svg`.
-fn write_graph(
-    out: &Path,
-    subject: &Subject,
-    result: &NeutralityResult,
-    wall_s: f64,
-    trained: usize,
-    cached: usize,
-) -> Result<[PathBuf; 3]> {
-    let title = format!(
-        "{}: neutrality graph ({} nodes, {} alternative GTs)",
-        subject.name,
-        result.graph_size(),
-        result.alternatives().count()
-    );
-    let json = serde_json::json!({
-        "subject": subject.name, "fault_dir": subject.dir, "wall_s": wall_s,
-        "trained": trained, "cached": cached, "result": result,
-    });
-    let paths = [
-        out.join("graph.json"),
-        out.join("graph.dot"),
-        out.join("graph.svg"),
-    ];
-    let texts = [
-        serde_json::to_string_pretty(&json)? + "\n",
-        dot::to_dot(result, &title),
-        reprolab_bench::neutrality::graph_svg(result, &title),
-    ];
-    for (p, t) in paths.iter().zip(texts) {
-        std::fs::write(p, t).with_context(|| format!("writing {}", p.display()))?;
-    }
-    Ok(paths)
-}
-
-fn stop_text(s: &Summary) -> String {
-    match s.stop {
-        NeutralityStop::Exhausted => "the queue ran empty".into(),
-        NeutralityStop::Nodes => format!("{} neighbours tried (--nodes)", s.tried),
-        NeutralityStop::Time => format!(
-            "the time budget ({:.0} s); rerun with a larger --budget to go on from the cache",
-            s.budget_s.unwrap_or(0.0)
-        ),
-    }
-}
-
-fn print_summary(subject: &Subject, s: &Summary, alts: &Alternatives) {
-    println!(
-        "{}: neutrality analysis from the known fix ({} runs per node on the {} split, top-{}, {})",
-        subject.name,
-        s.runs,
-        crate::commands::serde_name(s.split),
-        s.top_k,
-        if s.sequential {
-            "sequential testing"
-        } else {
-            "no early stopping"
-        }
-    );
-    let t = &s.table4;
-    let rows = vec![
-        [
-            "nodes",
-            "alternative GTs",
-            "complexity",
-            "improvement",
-            "tried",
-            "trainings",
-            "trained",
-            "cached",
-            "saved",
-            "wall s",
-        ]
-        .map(String::from)
-        .to_vec(),
-        vec![
-            t.nodes.to_string(),
-            t.alternatives.to_string(),
-            format!(
-                "{} ({})",
-                t.complexity.map_or("-".into(), |c| format!("{c:.2}")),
-                t.hyperparameters
-            ),
-            t.improvement.map_or("-".into(), |x| format!("{x:.4}")),
-            s.tried.to_string(),
-            s.trainings.to_string(),
-            s.trained.to_string(),
-            s.cached.to_string(),
-            s.saved.to_string(),
-            format!("{:.1}", s.wall_s),
-        ],
-    ];
-    print!("{}", render(&rows));
-    println!(
-        "stopped at {}; {} neighbours stopped early, {} unfinished",
-        stop_text(s),
-        s.stopped_early,
-        s.unfinished
-    );
+fn print_summary(s: &Summary, alts: &Alternatives) {
+    println!("{}", s.heading());
+    print!("{}", render(&s.rows()));
+    println!("{}", s.stop_line());
     if !alts.alternatives.is_empty() {
-        let mut best: Vec<&neutrality::Alternative> = alts.alternatives.iter().collect();
-        best.sort_by(|a, b| b.improvement.total_cmp(&a.improvement));
-        let mut rows = vec![
-            [
-                "fault labels",
-                "changes from the known fix",
-                "mean",
-                "improvement",
-            ]
-            .map(String::from)
-            .to_vec(),
-        ];
-        for a in best.iter().take(10) {
-            rows.push(vec![
-                a.faults
-                    .iter()
-                    .map(|l| l.to_string())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                a.from_gt.to_string(),
-                format!("{:.4}", a.mean),
-                format!(
-                    "{:+.4}{}",
-                    a.improvement,
-                    if a.better_than_gt { " *" } else { "" }
-                ),
-            ]);
-        }
-        println!(
-            "\nbest alternatives (of {}; * = significantly better than the known fix, {} {:.4}):",
-            alts.alternatives.len(),
-            subject.metric.name,
-            alts.gt_mean
-        );
-        print!("{}", render(&rows));
+        println!("\n{}", best_alternatives_heading(alts));
+        print!("{}", render(&best_alternatives(alts)));
     }
     println!("\nalternatives: {}", s.alternatives_file.display());
     println!(
