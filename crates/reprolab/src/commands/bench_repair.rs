@@ -71,6 +71,20 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
                 .map(move |(name, p)| (e, name, p))
         })
         .collect();
+    // `--arms`: the (engine, budget) pairs to run; every one of the grid without it.
+    let arm = |engine: &str, budget: &str| format!("{engine}@{budget}");
+    let grid: Vec<String> = engine_cells
+        .iter()
+        .flat_map(|(_, n, _)| budgets.iter().map(|(b, _)| arm(n, b)))
+        .collect();
+    if let Some(bad) = a.arms.iter().find(|x| !grid.contains(x)) {
+        bail!(
+            "--arms {bad:?} is not in the grid of --engines, --budgets and --prune: {}",
+            grid.join(", ")
+        );
+    }
+    let wanted =
+        |engine: &str, budget: &str| a.arms.is_empty() || a.arms.contains(&arm(engine, budget));
     let setup = Setup {
         benchmark: a.benchmark.clone(),
         engines: engine_cells.iter().map(|(_, n, _)| n.clone()).collect(),
@@ -80,7 +94,11 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
     };
     let (mut results, mut rows) = ResultsFile::open::<Row>(&a.out)?;
     let done = bench::done(&rows);
-    let total = faults.len() * budgets.len() * engine_cells.len() * a.repeats;
+    let arms = grid
+        .iter()
+        .filter(|x| a.arms.is_empty() || a.arms.contains(x))
+        .count();
+    let total = faults.len() * arms * a.repeats;
     let llm = if a.engines.iter().any(|e| e.needs_llm()) {
         Some(crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?.model)
     } else {
@@ -96,6 +114,9 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
     for subject in &subjects {
         for (budget_name, budget) in &budgets {
             for (engine, name, prune) in &engine_cells {
+                if !wanted(name, budget_name) {
+                    continue;
+                }
                 for repeat in 0..a.repeats {
                     let cell = CellId {
                         fault: subject.name.clone(),
