@@ -494,7 +494,11 @@ fn pruning_stops_trials_behind_the_median_and_never_picks_them() {
         let best = r.best.as_ref().unwrap();
         assert!(best.pruned.is_none() && best.value.is_some());
         // Pruned trials are cheaper: the study spent less than its 40 trainings in full.
-        let full: f64 = r.trials.iter().map(|t| 0.1 * epochs_of(&t.config) as f64).sum();
+        let full: f64 = r
+            .trials
+            .iter()
+            .map(|t| 0.1 * epochs_of(&t.config) as f64)
+            .sum();
         assert!(r.spent_s < full - 0.05, "{} of {full}", r.spent_s);
         // The JSON says which trials were pruned.
         let j = serde_json::to_value(&r).unwrap();

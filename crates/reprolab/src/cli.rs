@@ -771,8 +771,8 @@ pub enum PruneArg {
     #[value(name = "optuna-median")]
     #[serde(rename = "optuna-median")]
     OptunaMedian,
-    /// Optuna's PercentilePruner(75): as median, but a trial stops only when it is behind
-    /// three quarters of the finished trials (in their bottom quarter).
+    /// Optuna's PercentilePruner(75) with median's warm-up: as median, but a trial stops only
+    /// when it is behind three quarters of the finished trials (in their bottom quarter).
     #[value(name = "p75")]
     P75,
 }

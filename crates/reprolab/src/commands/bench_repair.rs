@@ -85,10 +85,20 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
     }
     let wanted =
         |engine: &str, budget: &str| a.arms.is_empty() || a.arms.contains(&arm(engine, budget));
+    // The report names only the engines and budgets of arms that run.
     let setup = Setup {
         benchmark: a.benchmark.clone(),
-        engines: engine_cells.iter().map(|(_, n, _)| n.clone()).collect(),
-        budgets: a.budgets.clone(),
+        engines: engine_cells
+            .iter()
+            .map(|(_, n, _)| n.clone())
+            .filter(|n| budgets.iter().any(|(b, _)| wanted(n, b)))
+            .collect(),
+        budgets: a
+            .budgets
+            .iter()
+            .filter(|b| engine_cells.iter().any(|(_, n, _)| wanted(n, b)))
+            .cloned()
+            .collect(),
         repeats: a.repeats,
         runs: a.runs,
     };
