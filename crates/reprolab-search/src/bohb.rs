@@ -13,14 +13,13 @@
 
 use reprolab_core::{Config, Subject};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use reprolab_rng::Rng;
 
 use crate::budget::SearchSettings;
 use crate::pruner::{Pruner, SuccessiveHalving, rank};
 use crate::sampler::Sampler;
-use crate::space::{apply_patch, perturb_config, sample_config_scaled};
+use crate::space::{EPOCHS_KEY, apply_patch, count_at, perturb_config, sample_config_scaled};
 use crate::study::{SearchResult, Stop, Study};
 use crate::tpe::TpeSampler;
 use crate::{Objective, SearchError, Trial};
@@ -64,7 +63,7 @@ impl Default for BohbOptions {
             local_fraction: 0.5,
             local_changes: 2.0,
             min_points: 6,
-            fidelity_key: "epochs".into(),
+            fidelity_key: EPOCHS_KEY.into(),
         }
     }
 }
@@ -83,19 +82,6 @@ impl BohbOptions {
         let n = (self.s_max + 1) as f64 / (s + 1) as f64 * (self.eta as f64).powi(s as i32);
         (n - 1e-9).ceil() as usize
     }
-}
-
-/// The number of epochs a config trains for, from its fidelity key.
-fn full_epochs(config: &Config, key: &str) -> Option<u64> {
-    match config.get(key)? {
-        Value::Number(n) => n.as_u64().or_else(|| {
-            n.as_f64()
-                .filter(|x| x.fract() == 0.0 && *x >= 1.0)
-                .map(|x| x as u64)
-        }),
-        _ => None,
-    }
-    .filter(|e| *e >= 1)
 }
 
 struct Candidate {
@@ -156,7 +142,7 @@ pub async fn bohb_with<O: Objective>(
             .map(|_| {
                 let asked = propose(&mut rng, &mut tpe, subject, &by_rung, opt);
                 let config = apply_patch(&subject.config, &asked);
-                let full = full_epochs(&config, &opt.fidelity_key);
+                let full = count_at(&config, &opt.fidelity_key);
                 Candidate {
                     config,
                     full,
@@ -262,9 +248,9 @@ mod tests {
         );
         let c: Config =
             serde_json::from_value(json!({"epochs": 12, "e2": 3.0, "e3": "x"})).unwrap();
-        assert_eq!(full_epochs(&c, "epochs"), Some(12));
-        assert_eq!(full_epochs(&c, "e2"), Some(3));
-        assert_eq!(full_epochs(&c, "e3"), None);
-        assert_eq!(full_epochs(&c, "missing"), None);
+        assert_eq!(count_at(&c, "epochs"), Some(12));
+        assert_eq!(count_at(&c, "e2"), Some(3));
+        assert_eq!(count_at(&c, "e3"), None);
+        assert_eq!(count_at(&c, "missing"), None);
     }
 }

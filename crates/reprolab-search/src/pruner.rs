@@ -16,6 +16,10 @@ use std::cmp::Ordering;
 use reprolab_core::Goal;
 use serde::{Deserialize, Serialize};
 
+/// The share of a trial's epochs [`PercentilePruner::median`] never prunes in (the first third,
+/// BOHB's lower rung with `eta = 3`).
+pub const WARMUP_FRACTION: f64 = 1.0 / 3.0;
+
 /// Decides from intermediate values whether a trial stops.
 pub trait Pruner {
     /// Whether trial `trial` should stop at `step`. `reported` holds the value every trial
@@ -62,6 +66,10 @@ impl Pruner for SuccessiveHalving {
 /// * `e >= n_warmup_steps`,
 /// * at least `n_min_trials` finished trials reported a finite value at `e`.
 ///
+/// [`for_trial`](PercentilePruner::for_trial) adds two rules of the trial's own length (not
+/// Optuna's): no pruning in the first `warmup_fraction` of the config's epochs, and none at the
+/// trial's last epoch (stopping there saves nothing and throws its result away).
+///
 /// "Worse than the `p`-th best": for goal `max` below the `100 − p` percentile of the values,
 /// for `min` above the `p` percentile (linear interpolation, numpy's default).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -71,17 +79,61 @@ pub struct PercentilePruner {
     pub n_startup_trials: usize,
     pub n_warmup_steps: u64,
     pub n_min_trials: usize,
+    /// Warm-up as a share of the config's own epochs (0 to 1): a trial whose config trains `E`
+    /// epochs is never pruned in its first `ceil(warmup_fraction · E)` epochs, where its curve
+    /// is noisiest and a slow start says least about where it ends. 0 = Optuna's (only
+    /// `n_warmup_steps`).
+    #[serde(default)]
+    pub warmup_fraction: f64,
 }
 
 impl PercentilePruner {
     /// Optuna's `MedianPruner()` defaults: 5 startup trials, no warm-up, 1 trial per step.
-    pub fn median() -> Self {
+    pub fn optuna_median() -> Self {
         PercentilePruner {
             percentile: 50.0,
             n_startup_trials: 5,
             n_warmup_steps: 0,
             n_min_trials: 1,
+            warmup_fraction: 0.0,
         }
+    }
+
+    /// The median pruner reprolab uses: Optuna's, with a warm-up of the first third of a
+    /// trial's epochs (BOHB's lower rung: nothing is stopped before successive halving would
+    /// have judged it).
+    pub fn median() -> Self {
+        PercentilePruner {
+            warmup_fraction: WARMUP_FRACTION,
+            ..PercentilePruner::optuna_median()
+        }
+    }
+
+    /// The thresholds for one trial of a config that trains `full` epochs (`None`: unknown),
+    /// trained for `trained` epochs (`None`: `full`; fewer for a BOHB low-fidelity trial):
+    /// [`thresholds`](PercentilePruner::thresholds) without the first
+    /// `ceil(warmup_fraction · full)` epochs and without the trial's last epoch.
+    pub fn for_trial(
+        &self,
+        goal: Goal,
+        curves: &[&[Option<f64>]],
+        full: Option<u64>,
+        trained: Option<u64>,
+    ) -> Vec<Option<f64>> {
+        let mut out = self.thresholds(goal, curves);
+        if let Some(last) = trained.or(full) {
+            out.truncate(last.saturating_sub(1) as usize);
+        }
+        let warm = full.map_or(0, |e| {
+            (self.warmup_fraction.clamp(0.0, 1.0) * e as f64 - 1e-9).ceil() as usize
+        });
+        for t in out.iter_mut().take(warm) {
+            *t = None;
+        }
+        while out.last().is_some_and(Option::is_none) {
+            out.pop();
+        }
+        out
     }
 
     /// Per-epoch thresholds from the finished trials' curves (`curves[i][e]`: trial `i`'s value
@@ -178,7 +230,7 @@ mod tests {
     fn median_thresholds_follow_optuna() {
         let p = PercentilePruner {
             n_startup_trials: 3,
-            ..PercentilePruner::median()
+            ..PercentilePruner::optuna_median()
         };
         let a = c(&[0.1, 0.5, 0.7]);
         let b = c(&[0.3, 0.6, 0.8]);
@@ -225,6 +277,48 @@ mod tests {
         let e = vec![Some(0.9), None, Some(f64::NAN)];
         let t = p.thresholds(Goal::Max, &[&a, &b, &e]);
         assert!((t[1].unwrap() - 0.55).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_trial_is_never_pruned_in_its_warm_up_or_at_its_last_epoch() {
+        let p = PercentilePruner {
+            n_startup_trials: 1,
+            ..PercentilePruner::median()
+        };
+        let done = c(&[0.5; 12]);
+        let all = p.thresholds(Goal::Max, &[&done]);
+        assert_eq!(all, vec![Some(0.5); 12]);
+        // A config of 9 epochs: not in its first 3 (a third), not at its 9th (index 8).
+        let t = p.for_trial(Goal::Max, &[&done], Some(9), None);
+        assert_eq!(t, [vec![None; 3], vec![Some(0.5); 5]].concat());
+        // The warm-up rounds up (10 epochs: 4), a BOHB trial of 4 of its 12 epochs is never
+        // pruned (its 4 are the warm-up), and without known epochs only the curve's own length
+        // bounds it.
+        assert_eq!(
+            p.for_trial(Goal::Max, &[&done], Some(10), None)[..4],
+            [None; 4]
+        );
+        assert!(
+            p.for_trial(Goal::Max, &[&done], Some(12), Some(4))
+                .is_empty()
+        );
+        assert_eq!(p.for_trial(Goal::Max, &[&done], None, None), all);
+        // Optuna's median has no warm-up; the last epoch is still left alone.
+        let o = PercentilePruner {
+            n_startup_trials: 1,
+            ..PercentilePruner::optuna_median()
+        };
+        assert_eq!(
+            o.for_trial(Goal::Max, &[&done], Some(9), None),
+            vec![Some(0.5); 8]
+        );
+        // A curve that would be pruned at epoch 1 without the warm-up runs on to epoch 3.
+        let slow = c(&[0.1, 0.2, 0.3, 0.4, 0.45, 0.6, 0.7, 0.8, 0.9]);
+        assert_eq!(prune_at(Goal::Max, &all, &slow), Some((0, Some(0.1))));
+        let t = p.for_trial(Goal::Max, &[&done], Some(9), None);
+        assert_eq!(prune_at(Goal::Max, &t, &slow), Some((3, Some(0.4))));
+        let t = p.for_trial(Goal::Max, &[&done], Some(9), None);
+        assert_eq!(prune_at(Goal::Max, &t, &c(&[0.1, 0.2, 0.5, 0.9])), None);
     }
 
     #[test]

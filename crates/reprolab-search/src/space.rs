@@ -9,6 +9,23 @@ use reprolab_rng::Rng;
 /// Significant digits kept by sampled floats (readable patches; 0.05% resolution).
 pub const FLOAT_DIGITS: i32 = 4;
 
+/// The config key holding the number of epochs a training runs (BOHB's default fidelity, the
+/// pruner's warm-up).
+pub const EPOCHS_KEY: &str = "epochs";
+
+/// A positive integer count at `key` of `config` (`12`, or `12.0`), such as its epochs.
+pub fn count_at(config: &Config, key: &str) -> Option<u64> {
+    match config.get(key)? {
+        Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|x| x.fract() == 0.0 && *x >= 1.0)
+                .map(|x| x as u64)
+        }),
+        _ => None,
+    }
+    .filter(|e| *e >= 1)
+}
+
 /// `x` rounded to `digits` significant digits.
 pub fn round_sig(x: f64, digits: i32) -> f64 {
     if x == 0.0 || !x.is_finite() {

@@ -10,7 +10,7 @@ use crate::budget::{Meter, SearchSettings};
 use crate::join::join_all;
 use crate::pruner::rank;
 use crate::sampler::Sampler;
-use crate::space::{apply_patch, changed_count};
+use crate::space::{EPOCHS_KEY, apply_patch, changed_count, count_at};
 use crate::{Evaluated, Objective, SearchError, Trial, trial_seed};
 use reprolab_core::fnum;
 
@@ -114,14 +114,14 @@ fn reached(goal: Goal, stop_at: Option<f64>, t: &Trial) -> bool {
 }
 
 /// Trains the given `(number, config, epochs)` trials concurrently on the search split, one
-/// seed each (`seed * 1000 + number`). With `thresholds` (a study with a pruner), each goes
-/// through [`Objective::evaluate_pruned`] and may stop early; without, through
-/// [`Objective::evaluate`] as always.
+/// seed each (`seed * 1000 + number`). With `thresholds` (a study with a pruner: one list per
+/// item), each goes through [`Objective::evaluate_pruned`] and may stop early; without,
+/// through [`Objective::evaluate`] as always.
 async fn run_trials<O: Objective>(
     obj: &O,
     seed: u64,
     items: Vec<(usize, Config, Option<u64>)>,
-    thresholds: Option<&[Option<f64>]>,
+    thresholds: Option<Vec<Vec<Option<f64>>>>,
 ) -> Result<Vec<Trial>, SearchError> {
     let seeds: Vec<[u64; 1]> = items
         .iter()
@@ -144,7 +144,8 @@ async fn run_trials<O: Objective>(
             let futures: Vec<_> = items
                 .iter()
                 .zip(&seeds)
-                .map(|((_, config, epochs), sd)| {
+                .zip(&th)
+                .map(|(((_, config, epochs), sd), th)| {
                     obj.evaluate_pruned(config, sd[0], Split::Search, *epochs, th)
                 })
                 .collect();
@@ -204,7 +205,7 @@ impl<'a> Study<'a> {
             obj,
             settings.seed,
             vec![(0, subject.config.clone(), None)],
-            settings.prune.as_ref().map(|_| &[][..]),
+            settings.prune.as_ref().map(|_| vec![Vec::new()]),
         )
         .await?
         .remove(0);
@@ -253,19 +254,25 @@ impl<'a> Study<'a> {
         items: Vec<(Config, Option<u64>)>,
     ) -> Result<Vec<Trial>, SearchError> {
         let first = self.trials.len();
+        let thresholds = self.settings.prune.is_some().then(|| {
+            items
+                .iter()
+                .map(|(config, epochs)| self.thresholds(config, *epochs).unwrap_or_default())
+                .collect()
+        });
         let numbered = items
             .into_iter()
             .enumerate()
             .map(|(j, (config, epochs))| (first + j, config, epochs))
             .collect();
-        let thresholds = self.thresholds();
-        run_trials(obj, self.settings.seed, numbered, thresholds.as_deref()).await
+        run_trials(obj, self.settings.seed, numbered, thresholds).await
     }
 
-    /// The per-epoch thresholds the settings' pruner sets for the next trials, from the curves
-    /// of the trials finished so far (completed ones only: failed and pruned trials do not
-    /// count); `None` without a pruner.
-    pub fn thresholds(&self) -> Option<Vec<Option<f64>>> {
+    /// The per-epoch thresholds the settings' pruner sets for the next trial of `config`
+    /// trained for `epochs` (`None`: its own, the config's `epochs`), from the curves of the
+    /// trials finished so far (completed ones only: failed and pruned trials do not count; see
+    /// [`crate::PercentilePruner::for_trial`]); `None` without a pruner.
+    pub fn thresholds(&self, config: &Config, epochs: Option<u64>) -> Option<Vec<Option<f64>>> {
         let pruner = self.settings.prune.as_ref()?;
         let curves: Vec<&[Option<f64>]> = self
             .trials
@@ -273,7 +280,8 @@ impl<'a> Study<'a> {
             .filter(|t| t.value.is_some() && t.pruned.is_none())
             .map(|t| t.curve.as_slice())
             .collect();
-        Some(pruner.thresholds(self.subject.metric.goal, &curves))
+        let full = count_at(config, EPOCHS_KEY);
+        Some(pruner.for_trial(self.subject.metric.goal, &curves, full, epochs))
     }
 
     /// Records a trained trial: spends its duration and appends it. Returns whether it

@@ -761,12 +761,18 @@ impl EngineArg {
 pub enum PruneArg {
     /// Every trial trains to its end.
     None,
-    /// Optuna's MedianPruner: after 5 finished trials, a trial stops at the first epoch where
-    /// its best validation metric so far is worse than the median of the finished trials' at
-    /// that epoch.
+    /// The median pruner: after 5 finished trials, a trial stops at the first epoch where its
+    /// best validation metric so far is worse than the median of the finished trials' at that
+    /// epoch, but never in the first third of its epochs nor at its last (Optuna's
+    /// MedianPruner with a warm-up of a third of the trial's epochs).
     Median,
-    /// Optuna's PercentilePruner(75): as median, but a trial stops only when it is behind
-    /// three quarters of the finished trials (in their bottom quarter).
+    /// Optuna's MedianPruner with its defaults (no warm-up): the pruner measured in
+    /// docs/results/bench-repair-pruning, kept for comparison.
+    #[value(name = "optuna-median")]
+    #[serde(rename = "optuna-median")]
+    OptunaMedian,
+    /// Optuna's PercentilePruner(75) with median's warm-up: as median, but a trial stops only
+    /// when it is behind three quarters of the finished trials (in their bottom quarter).
     #[value(name = "p75")]
     P75,
 }
@@ -777,6 +783,7 @@ impl PruneArg {
         match self {
             PruneArg::None => None,
             PruneArg::Median => Some(median),
+            PruneArg::OptunaMedian => Some(reprolab_search::PercentilePruner::optuna_median()),
             PruneArg::P75 => Some(reprolab_search::PercentilePruner {
                 percentile: 75.0,
                 ..median
@@ -788,6 +795,7 @@ impl PruneArg {
         match self {
             PruneArg::None => "none",
             PruneArg::Median => "median",
+            PruneArg::OptunaMedian => "optuna-median",
             PruneArg::P75 => "p75",
         }
     }
@@ -1001,6 +1009,11 @@ pub struct BenchRepairArgs {
     /// by side); the other engines run unpruned.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = vec![PruneArg::None])]
     pub prune: Vec<PruneArg>,
+    /// Only these arms of the engines × budgets × prune grid, comma separated, each
+    /// `ENGINE@BUDGET` with the engine named as in the report (`random@20x,bohb+median@5x`):
+    /// unequal arms side by side in one run, without the whole grid. Default: every arm.
+    #[arg(long, value_delimiter = ',', value_name = "ENGINE@BUDGET")]
+    pub arms: Vec<String>,
     /// Validation retrainings per config.
     #[arg(long, short = 'n', default_value_t = 10)]
     pub runs: usize,

@@ -155,7 +155,10 @@ fn bench_repair_writes_the_report_and_resumes_after_a_kill() {
             "--engines",
             "random,bohb",
             "--budgets",
-            "4x",
+            "4x,8x",
+            // Two arms of the grid's four: 8x never runs.
+            "--arms",
+            "random@4x,bohb@4x",
             "--repeats",
             "2",
             "--runs",
@@ -215,7 +218,31 @@ fn bench_repair_writes_the_report_and_resumes_after_a_kill() {
         html.contains("Anytime at 4x"),
         "the anytime curves of rows with histories"
     );
-    assert!(out_dir.join("report.md").exists());
+    // The report names the arms that ran, not the grid's: no 8x anywhere.
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(!md.contains("8x"), "{md}");
+
+    // An arm outside the grid is a usage error that lists the grid.
+    let out = run(reprolab(tmp.path())
+        .args([
+            "bench",
+            "repair",
+            "--engines",
+            "random",
+            "--budgets",
+            "4x",
+            "--arms",
+            "bohb@4x",
+            "--out",
+        ])
+        .arg(tmp.path().join("other"))
+        .arg(repo().join("benchmarks/faults/real")));
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("\"bohb@4x\"") && said.contains("random@4x"),
+        "{said}"
+    );
 }
 
 #[test]

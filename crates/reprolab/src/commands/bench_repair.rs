@@ -71,16 +71,44 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
                 .map(move |(name, p)| (e, name, p))
         })
         .collect();
+    // `--arms`: the (engine, budget) pairs to run; every one of the grid without it.
+    let arm = |engine: &str, budget: &str| format!("{engine}@{budget}");
+    let grid: Vec<String> = engine_cells
+        .iter()
+        .flat_map(|(_, n, _)| budgets.iter().map(|(b, _)| arm(n, b)))
+        .collect();
+    if let Some(bad) = a.arms.iter().find(|x| !grid.contains(x)) {
+        bail!(
+            "--arms {bad:?} is not in the grid of --engines, --budgets and --prune: {}",
+            grid.join(", ")
+        );
+    }
+    let wanted =
+        |engine: &str, budget: &str| a.arms.is_empty() || a.arms.contains(&arm(engine, budget));
+    // The report names only the engines and budgets of arms that run.
     let setup = Setup {
         benchmark: a.benchmark.clone(),
-        engines: engine_cells.iter().map(|(_, n, _)| n.clone()).collect(),
-        budgets: a.budgets.clone(),
+        engines: engine_cells
+            .iter()
+            .map(|(_, n, _)| n.clone())
+            .filter(|n| budgets.iter().any(|(b, _)| wanted(n, b)))
+            .collect(),
+        budgets: a
+            .budgets
+            .iter()
+            .filter(|b| engine_cells.iter().any(|(_, n, _)| wanted(n, b)))
+            .cloned()
+            .collect(),
         repeats: a.repeats,
         runs: a.runs,
     };
     let (mut results, mut rows) = ResultsFile::open::<Row>(&a.out)?;
     let done = bench::done(&rows);
-    let total = faults.len() * budgets.len() * engine_cells.len() * a.repeats;
+    let arms = grid
+        .iter()
+        .filter(|x| a.arms.is_empty() || a.arms.contains(x))
+        .count();
+    let total = faults.len() * arms * a.repeats;
     let llm = if a.engines.iter().any(|e| e.needs_llm()) {
         Some(crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?.model)
     } else {
@@ -96,6 +124,9 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
     for subject in &subjects {
         for (budget_name, budget) in &budgets {
             for (engine, name, prune) in &engine_cells {
+                if !wanted(name, budget_name) {
+                    continue;
+                }
                 for repeat in 0..a.repeats {
                     let cell = CellId {
                         fault: subject.name.clone(),
