@@ -1020,8 +1020,9 @@ pub struct BenchRepairArgs {
     /// Also minimise every significant patch.
     #[arg(long)]
     pub minimize: bool,
-    /// Only faults whose id contains one of these strings (comma separated).
-    #[arg(long, value_delimiter = ',')]
+    /// Only faults whose directory path contains one of these strings (comma separated, e.g.
+    /// `real/D4,HLR-lr-10`).
+    #[arg(long, value_delimiter = ',', value_name = "PARTS")]
     pub only: Vec<String>,
     /// Report directory (results.jsonl, report.md, report.html, figures/). Rerunning with the same
     /// directory resumes: finished cells are read back, not recomputed.
@@ -1109,6 +1110,10 @@ pub struct BenchLocalizeArgs {
     /// Report directory (results.jsonl, report.md, report.html); rerunning resumes.
     #[arg(long, value_name = "DIR", default_value = "bench-localize")]
     pub out: PathBuf,
+    /// Only faults whose directory path contains one of these strings (comma separated, e.g.
+    /// `real/D4,HLR-lr-10`).
+    #[arg(long, value_delimiter = ',', value_name = "PARTS")]
+    pub only: Vec<String>,
     #[command(flatten)]
     pub llm_localize: LlmLocalizeArgs,
     #[command(flatten)]

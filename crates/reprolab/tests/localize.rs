@@ -71,6 +71,43 @@ fn bench_localize_scores_the_real_faults() {
     );
 }
 
+/// `--only` keeps the faults whose path contains one of its parts; a selection of none is an
+/// input error that names the parts.
+#[test]
+fn bench_localize_scores_only_the_selected_faults() {
+    let tmp = tempfile::tempdir().unwrap();
+    let real = repo().join("benchmarks/faults/real");
+    let bench = |only: &str, out: &str| {
+        run(reprolab(tmp.path())
+            .args([
+                "bench",
+                "localize",
+                "--json",
+                "--engines",
+                "static",
+                "--only",
+                only,
+            ])
+            .arg("--out")
+            .arg(tmp.path().join(out))
+            .arg(&real))
+    };
+    let done = bench("real/D1,real/D4", "two");
+    assert!(done.status.success());
+    let v = json(&done);
+    let faults: Vec<&str> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["fault"].as_str().unwrap())
+        .collect();
+    assert_eq!(faults, ["real-D1", "real-D4"], "{v}");
+    let none = bench("D42", "none");
+    assert_eq!(none.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(err.contains("--only D42"), "{err}");
+}
+
 /// The held-out GRU fault trains 3 epochs of batch 512 (a few updates in all): its real trace
 /// counts the optimizer updates and the `few-updates` monitor names the batch size and the
 /// epochs from it.

@@ -20,9 +20,20 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
     if a.repeats == 0 {
         bail!("--repeats must be at least 1");
     }
-    let faults = reprolab_faults::read_benchmark(&a.benchmark)?;
+    let faults = reprolab_bench::faults::select_faults(
+        reprolab_faults::read_benchmark(&a.benchmark)?,
+        &a.only,
+    );
     if faults.is_empty() {
-        bail!("{}: no faulty subjects here", a.benchmark.display());
+        bail!(
+            "{}: no faulty subjects here{}",
+            a.benchmark.display(),
+            if a.only.is_empty() {
+                String::new()
+            } else {
+                format!(" whose path contains one of --only {}", a.only.join(","))
+            }
+        );
     }
     let (mut out, mut rows) = ResultsFile::open::<Row>(&a.out)?;
     let done = bench::done(&rows);
