@@ -66,20 +66,19 @@ pub fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
 
-/// `reprolab bench localize --json --engines static --out OUT FAULTS` in `dir`, which must
-/// succeed: its JSON output.
-pub fn bench_localize_static(dir: &Path, out: &Path, faults: &Path) -> serde_json::Value {
-    let done = run(reprolab(dir)
-        .args([
-            "bench",
-            "localize",
-            "--json",
-            "--engines",
-            "static",
-            "--out",
-        ])
+/// `reprolab bench localize --json --engines static --out OUT [ARGS] FAULTS` in `dir`.
+pub fn run_bench_localize_static(dir: &Path, out: &Path, faults: &Path, args: &[&str]) -> Output {
+    run(reprolab(dir)
+        .args(["bench", "localize", "--json", "--engines", "static"])
+        .args(args)
+        .arg("--out")
         .arg(out)
-        .arg(faults));
+        .arg(faults))
+}
+
+/// [`run_bench_localize_static`] without more arguments, which must succeed: its JSON output.
+pub fn bench_localize_static(dir: &Path, out: &Path, faults: &Path) -> serde_json::Value {
+    let done = run_bench_localize_static(dir, out, faults, &[]);
     assert!(done.status.success());
     json(&done)
 }

@@ -78,19 +78,7 @@ fn bench_localize_scores_only_the_selected_faults() {
     let tmp = tempfile::tempdir().unwrap();
     let real = repo().join("benchmarks/faults/real");
     let bench = |only: &str, out: &str| {
-        run(reprolab(tmp.path())
-            .args([
-                "bench",
-                "localize",
-                "--json",
-                "--engines",
-                "static",
-                "--only",
-                only,
-            ])
-            .arg("--out")
-            .arg(tmp.path().join(out))
-            .arg(&real))
+        run_bench_localize_static(tmp.path(), &tmp.path().join(out), &real, &["--only", only])
     };
     let done = bench("real/D1,real/D4", "two");
     assert!(done.status.success());
