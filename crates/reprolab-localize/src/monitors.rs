@@ -178,9 +178,10 @@ struct Ctx<'a> {
     /// The training loss reached ~0 (the training targets are fitted): gradients and weight
     /// changes vanish because nothing is left to learn, not because a layer is dead.
     fitted: bool,
-    /// The first updates broke the network (`reprolab_core::symptoms::diverged`): nothing
-    /// moves afterwards because of them, not because of the loss, the output or the optimizer.
-    diverged: bool,
+    /// Why the first updates broke the network (`reprolab_core::symptoms::diverged`), if they
+    /// did: nothing moves afterwards because of them, not because of the loss, the output or
+    /// the optimizer.
+    diverged: Option<String>,
 }
 
 impl Ctx<'_> {
@@ -195,7 +196,7 @@ impl Ctx<'_> {
             s.confidence *= 0.3;
             s.evidence
                 .push_str(" (likely explained by the output layer)");
-        } else if self.diverged {
+        } else if self.diverged.is_some() {
             s.confidence *= 0.3;
             s.evidence.push_str(" (likely explained by the divergence)");
         } else if self.fitted {
@@ -217,8 +218,8 @@ impl Ctx<'_> {
         }
         // Gradients alive at the start and dead from some epoch on, the loss never lower: the
         // first updates broke the network (the rules engine's `diverged`).
-        if let Some(why) = diverged(&self.records, &Thresholds::default()) {
-            return Some(why);
+        if let Some(why) = &self.diverged {
+            return Some(why.clone());
         }
         for s in detect(&self.records) {
             if matches!(
@@ -289,7 +290,7 @@ impl Ctx<'_> {
     fn collapse_stall(&mut self) {
         let stall = std::mem::take(&mut self.stall);
         let full = std::mem::take(&mut self.stall_full);
-        let discounted = self.explained || self.diverged || self.fitted;
+        let discounted = self.explained || self.diverged.is_some() || self.fitted;
         for mut m in crate::merge(std::slice::from_ref(&stall)) {
             let corroborated = discounted
                 && self
@@ -446,10 +447,10 @@ pub fn dynamic_monitors(subject: &Subject, config: &Config, trace: &[Value]) -> 
         explained: false,
         frozen: false,
         fitted: false,
-        diverged: false,
+        diverged: None,
     };
     cx.fitted = cx.training_fitted();
-    cx.diverged = diverged(&cx.records, &Thresholds::default()).is_some();
+    cx.diverged = diverged(&cx.records, &Thresholds::default());
     output_pinned(&mut cx);
     output_no_gradient(&mut cx);
     autotrainer(&mut cx);
@@ -503,7 +504,7 @@ fn autotrainer(cx: &mut Ctx) {
                 // A loss that is finite but huge from the first epoch on, and does not grow,
                 // is the loss' scale (MAPE on 0/1 labels), not a divergence.
                 // (Unless the network died after it: that is a divergence.)
-                let finite_big = s.kind == SymptomKind::NanLoss && !cx.diverged && {
+                let finite_big = s.kind == SymptomKind::NanLoss && cx.diverged.is_none() && {
                     let l: Vec<f64> = cx.records.iter().filter_map(|r| r.loss).collect();
                     !cx.records.iter().any(|r| r.nan)
                         && l.len() == cx.records.len()
@@ -797,13 +798,13 @@ fn dying_relu(cx: &mut Ctx, th: &Thresholds) {
         first_ev.get_or_insert(ev.clone());
         let (c_ach, c_wci) = if at_init {
             (0.35, 0.55)
-        } else if cx.diverged {
+        } else if cx.diverged.is_some() {
             // Units killed by the first, too large updates: the rate, not the layer.
             (0.15, 0.1)
         } else {
             (0.45, 0.3)
         };
-        let ev = if cx.diverged && !at_init {
+        let ev = if cx.diverged.is_some() && !at_init {
             format!("{ev} (likely explained by the divergence)")
         } else {
             ev

@@ -61,12 +61,9 @@ pub fn complete(config: &Config, trace: &[Value]) -> Completed {
             out.from_program.insert(key);
         }
     };
-    let names_layers = config.0.keys().any(|k| {
-        ["act", "ki", "bi", "unit"].iter().any(|p| {
-            k.strip_prefix(p)
-                .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
-        })
-    });
+    let names_layers = ["act", "ki", "bi", "unit"]
+        .iter()
+        .any(|p| !crate::arch::indexed(config, p).is_empty());
     if !names_layers {
         for (i, layer) in layers(model).iter().enumerate() {
             fill(format!("act{i}"), Value::from(layer.activation.clone()));

@@ -317,7 +317,6 @@ mod tests {
         assert_eq!(prune_at(Goal::Max, &all, &slow), Some((0, Some(0.1))));
         let t = p.for_trial(Goal::Max, &[&done], Some(9), None);
         assert_eq!(prune_at(Goal::Max, &t, &slow), Some((3, Some(0.4))));
-        let t = p.for_trial(Goal::Max, &[&done], Some(9), None);
         assert_eq!(prune_at(Goal::Max, &t, &c(&[0.1, 0.2, 0.5, 0.9])), None);
     }
 
