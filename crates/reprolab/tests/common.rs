@@ -116,3 +116,64 @@ pub fn tagged(tag: &str) -> Vec<i32> {
         })
         .collect()
 }
+
+/// Why the Keras tests cannot run here, or None when the managed environment imports Keras.
+pub fn keras_missing(dir: &Path) -> Option<String> {
+    let out = run(reprolab(dir).args(["env", "--python-path"]));
+    let python = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let check = std::process::Command::new(&python)
+        .args(["-c", "import keras; print(keras.__version__)"])
+        .env("KERAS_BACKEND", "torch")
+        .output();
+    match check {
+        Err(e) => Some(format!(
+            "cannot run the managed interpreter {python:?}: {e}"
+        )),
+        Ok(o) if !o.status.success() => Some(format!(
+            "{python} cannot import keras: {}",
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        )),
+        Ok(_) => None,
+    }
+}
+
+/// Why the TensorFlow backend cannot be tested here, or None once `reprolab env --tensorflow`
+/// has installed tensorflow-cpu (a no-op when it is there) and Keras imports on it.
+pub fn tensorflow_missing(dir: &Path) -> Option<String> {
+    if let Some(reason) = keras_missing(dir) {
+        return Some(reason);
+    }
+    let out = run(reprolab(dir).args(["env", "--tensorflow"]));
+    let last_line = |bytes: &[u8]| {
+        String::from_utf8_lossy(bytes)
+            .lines()
+            .rfind(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .to_string()
+    };
+    if !out.status.success() {
+        return Some(format!(
+            "tensorflow-cpu cannot be installed: {}",
+            last_line(&out.stderr)
+        ));
+    }
+    let python = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let check = std::process::Command::new(&python)
+        .args([
+            "-c",
+            "import keras, tensorflow; print(keras.backend.backend())",
+        ])
+        .env("KERAS_BACKEND", "tensorflow")
+        .output();
+    match check {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!(
+            "{python} cannot import keras on tensorflow: {}",
+            last_line(&o.stderr)
+        )),
+        Err(e) => Some(format!("cannot run {python:?}: {e}")),
+    }
+}

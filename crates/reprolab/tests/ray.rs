@@ -1049,3 +1049,51 @@ fn an_unreachable_cluster_is_an_infrastructure_error_that_names_it() {
         "{stderr}"
     );
 }
+
+/// A Keras subject on the TensorFlow backend trains in a Ray slot as on the local pool: the
+/// slot's worker starts Keras on TensorFlow (the backend the manifest names), the outcomes are
+/// the local ones seed for seed, and the cache keys are the same.
+#[test]
+fn a_keras_tensorflow_subject_trains_on_ray_as_locally() {
+    let tmp = tempfile::tempdir().unwrap();
+    if let Some(reason) = tensorflow_missing(tmp.path()) {
+        eprintln!("SKIPPED a_keras_tensorflow_subject_trains_on_ray_as_locally: {reason}");
+        return;
+    }
+    let Some((cluster, _turn)) = cluster() else {
+        return;
+    };
+    let name = "digits-mlp-keras-tf";
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(subject(name).join("config.json")).unwrap())
+            .unwrap();
+    config["epochs"] = json!(10);
+    let cfg = config_file(tmp.path(), "short.json", config);
+    let (local_dir, ray_dir) = (tmp.path().join("local"), tmp.path().join("ray"));
+    for d in [&local_dir, &ray_dir] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let args = ["eval", "--json", "--runs", "2", "--config"];
+    let local = json(&run(reprolab(&local_dir)
+        .args(args)
+        .arg(&cfg)
+        .arg(subject(name))));
+    let on_cluster = json(&run(on_ray(&ray_dir, cluster)
+        .args(args)
+        .arg(&cfg)
+        .arg(subject(name))));
+    assert_eq!(on_cluster["failed"], 0, "{on_cluster}");
+    assert_eq!(trained(&on_cluster), 2);
+    for o in outcomes(&on_cluster) {
+        assert!(o["search"].as_f64().is_some_and(f64::is_finite), "{o}");
+    }
+    assert_eq!(
+        outcomes(&local),
+        outcomes(&on_cluster),
+        "Keras on TensorFlow is deterministic per seed"
+    );
+    assert_eq!(
+        store_keys(&local_dir.join("store.db")),
+        store_keys(&ray_dir.join("store.db"))
+    );
+}

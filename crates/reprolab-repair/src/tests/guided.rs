@@ -3,7 +3,7 @@
 use std::cell::Cell;
 use std::collections::BTreeSet;
 
-use reprolab_core::{Subject, Suspect};
+use reprolab_core::{Param, ParamKind, SearchSpace, Subject, Suspect};
 use reprolab_search::{
     Budget, SearchResult, SearchSettings, TpeSampler, Trial, search, trial_seed,
 };
@@ -251,4 +251,51 @@ fn a_wrong_suspicion_is_widened_to_the_whole_space() {
             .as_ref()
             .is_some_and(|b| b.config.get("act2") == Some(&Value::from("softmax")))
     );
+}
+
+#[test]
+fn a_rate_drawn_uniformly_in_the_space_is_searched_on_a_log_scale() {
+    // The study's space draws lr uniformly from [1e-6, 10]: nine draws in ten land above 1.
+    // Only a rate between 1e-3 and 1e-1 repairs this fault (two decades of seven).
+    let obj = Synth::new(|c, _, _| {
+        let lr = c.get("lr").and_then(Value::as_f64).unwrap_or(0.0);
+        Some(if (1e-3..=1e-1).contains(&lr) {
+            0.9
+        } else {
+            0.1
+        })
+    });
+    let subject = study_subject(false);
+    let r = run(
+        &obj,
+        &subject,
+        Budget::Trials(30),
+        4,
+        &[suspect("HLR", 0.9, None)],
+    );
+    let rates: Vec<f64> = r.trials[1..]
+        .iter()
+        .filter_map(|t| t.config.get("lr").and_then(Value::as_f64))
+        .collect();
+    let below_one = rates.iter().filter(|&&lr| lr < 1.0).count();
+    assert!(
+        below_one * 2 > rates.len(),
+        "most rates below 1 on a log scale: {rates:?}"
+    );
+    assert!(r.best.unwrap().value.unwrap() > 0.5);
+    // The bounds are the space's: no rate outside [1e-6, 10].
+    assert!(rates.iter().all(|lr| (1e-6..=10.0).contains(lr)));
+    // Floats spanning fewer than three decades keep their scale.
+    let narrow = crate::guided::log_scaled(SearchSpace {
+        params: vec![Param {
+            name: "dropout".into(),
+            kind: ParamKind::Float {
+                low: 0.01,
+                high: 0.5,
+            },
+            fault: None,
+            layer: None,
+        }],
+    });
+    assert!(matches!(narrow.params[0].kind, ParamKind::Float { .. }));
 }
