@@ -1,11 +1,14 @@
 //! FL-guided repair: localise the fault (the subject's config and one traced training of it),
-//! try the changes localisation suggests, then spend the rest of half the budget with TPE on the
-//! suspected parameters only. When that found an improvement, the second half searches them
-//! together with the next suspects (confidence at or above [`NEXT_THRESHOLD`]): a fault with two
-//! causes (too few epochs beside a wrong output) is repaired only when both are; when it found
-//! none, the second half searches the whole space. When nothing was suspected the whole budget
-//! goes to a TPE search of the whole space. A time budget's second
-//! half is what the first half left, so that together they pass it by less than one trial.
+//! try the changes localisation suggests, then spend the rest of the search's first half with
+//! TPE on the suspected parameters only. When that found an improvement, the second half
+//! searches them together with the next suspects (confidence at or above [`NEXT_THRESHOLD`]): a
+//! fault with two causes (too few epochs beside a wrong output) is repaired only when both are;
+//! when it found none, the second half searches the whole space. When nothing was suspected the
+//! whole search goes to a TPE search of the whole space. The search gets all but
+//! [`CONFIRM_SHARE`] of the budget; what it leaves re-trains its best few configs with fresh
+//! seeds, and the best by mean is the patch ([`reprolab_search::confirm`]). Each part of a time
+//! budget gets what the one before left, so that together they pass it by less than one trial.
+//! Floats spanning several decades (the study's lr) are searched on a log scale ([`log_scaled`]).
 //!
 //! Localisation is passed in ([`guided`]'s `localize`; the binary wires
 //! `reprolab_localize::localize`), so this crate does not depend on the localisation crate and
@@ -15,8 +18,8 @@ use std::collections::VecDeque;
 
 use reprolab_core::{Config, ParamKind, SearchSpace, Subject, Suspect, THRESHOLD, normalize_type};
 use reprolab_search::{
-    Budget, Objective, Sampler, SearchResult, SearchSettings, TpeSampler, Trace, Trial, pick_best,
-    search,
+    Budget, Objective, Sampler, SearchResult, SearchSettings, TpeSampler, Trace, Trial, confirm,
+    pick_best, search,
 };
 use serde_json::Value;
 
@@ -76,6 +79,10 @@ pub fn suggested_changes(subject: &Subject, suspects: &[Suspect]) -> Vec<(String
     }
     out
 }
+
+/// Share of the budget kept to re-train the search's finalists with fresh seeds
+/// ([`reprolab_search::confirm`]): the best of single trainings is often a lucky one.
+pub const CONFIRM_SHARE: f64 = 0.2;
 
 /// A float range spanning at least this ratio (`high / low`, `low > 0`) is searched on a log
 /// scale: three decades or more.
@@ -168,7 +175,15 @@ pub async fn guided<O: Objective>(
             queue.push_back(one);
         }
     }
-    let half = match &settings.budget {
+    // The search gets all but CONFIRM_SHARE of the budget, in two halves.
+    let (search_budget, confirm_trials) = match settings.budget {
+        Budget::Trials(n) => {
+            let c = (n as f64 * CONFIRM_SHARE).round() as usize;
+            (Budget::Trials(n - c), c)
+        }
+        Budget::TimeMultiple(m) => (Budget::TimeMultiple(m * (1.0 - CONFIRM_SHARE)), 0),
+    };
+    let half = match search_budget {
         Budget::Trials(n) => Budget::Trials((n / 2).max(2)),
         Budget::TimeMultiple(m) => Budget::TimeMultiple(m / 2.0),
     };
@@ -186,54 +201,91 @@ pub async fn guided<O: Objective>(
         };
         Some(search(obj, &narrowed, &mut sampler, &phase).await?)
     };
-    let widened = {
-        let mut w = narrowed.clone();
-        for p in suspected_space_at(subject, &suspects, NEXT_THRESHOLD).params {
-            if w.space.get(&p.name).is_none() {
-                w.space.params.push(p);
-            }
+    let found = match first {
+        // Nothing suspected: the whole search budget goes to a search of the whole space.
+        None => {
+            let wide = SearchSettings {
+                budget: search_budget,
+                seed: settings.seed + 7919,
+                ..settings.clone()
+            };
+            search(obj, subject, &mut tpe(wide.seed), &wide).await?
         }
-        w
+        Some(first) => {
+            let second_subject = if first.patch().is_some() {
+                widened(subject, &narrowed, &suspects)
+            } else {
+                subject.clone()
+            };
+            second_half(obj, &second_subject, first, search_budget, &phase).await?
+        }
     };
-    let second_subject = if first.as_ref().is_some_and(|r| r.patch().is_some()) {
-        &widened
-    } else {
-        subject
+    // What the search left of the whole budget confirms its finalists.
+    let (confirm_budget, reference, whole_s) = match (settings.budget, found.budget_s) {
+        (Budget::TimeMultiple(m), Some(search_s)) => {
+            let reference = search_s / (m * (1.0 - CONFIRM_SHARE));
+            let left = m * reference - found.spent_s;
+            let budget = Budget::TimeMultiple(left.max(0.0) / reference);
+            (budget, reference, Some(m * reference))
+        }
+        _ => (Budget::Trials(confirm_trials), 0.0, found.budget_s),
     };
-    // A time budget: the second half gets what the first left (its overshoot included), so
-    // that the two together overshoot the whole budget by less than one trial, as one search.
-    let mut wide = SearchSettings {
-        seed: settings.seed + 7919,
-        ..phase
+    let seeds = SearchSettings {
+        seed: settings.seed + 2 * 7919,
+        ..settings.clone()
     };
-    if first.is_none() {
-        // Nothing suspected: the whole budget goes to the wide search.
-        wide.budget = settings.budget;
+    let confirmed = confirm(obj, subject, found, confirm_budget, reference, &seeds).await?;
+    Ok(SearchResult {
+        engine: "guided".into(),
+        budget_s: whole_s,
+        ..confirmed
+    })
+}
+
+/// The subject's space narrowed to the suspects, plus the next suspects (confidence at or
+/// above [`NEXT_THRESHOLD`]).
+fn widened(subject: &Subject, narrowed: &Subject, suspects: &[Suspect]) -> Subject {
+    let mut w = narrowed.clone();
+    for p in suspected_space_at(subject, suspects, NEXT_THRESHOLD).params {
+        if w.space.get(&p.name).is_none() {
+            w.space.params.push(p);
+        }
     }
+    w
+}
+
+/// The second half of the search, over `subject`, after the `first`: one search record, the
+/// first's trials then the second's (its repeat of the faulty config dropped), renumbered. A
+/// time budget's second half gets what the first left of `search_budget` (its overshoot
+/// included), so that the two together overshoot it by less than one trial, as one search.
+async fn second_half<O: Objective>(
+    obj: &O,
+    subject: &Subject,
+    first: SearchResult,
+    search_budget: Budget,
+    phase: &SearchSettings,
+) -> Result<SearchResult, RepairError> {
+    let mut wide = SearchSettings {
+        seed: phase.seed + 7919,
+        ..phase.clone()
+    };
     let mut whole_s = None;
-    if let (Budget::TimeMultiple(m), Some(f)) = (settings.budget, &first)
-        && let Some(half_s) = f.budget_s
-    {
+    if let (Budget::TimeMultiple(m), Some(half_s)) = (search_budget, first.budget_s) {
         let reference = half_s / (m / 2.0);
-        let left = m * reference - f.spent_s;
+        let left = m * reference - first.spent_s;
         whole_s = Some(m * reference);
         if left <= 0.0 {
             return Ok(SearchResult {
                 engine: "guided".into(),
                 budget_s: whole_s,
-                ..f.clone()
+                ..first
             });
         }
         wide.budget = Budget::TimeMultiple(left / reference);
         wide.time_ref_s = Some(reference);
     }
-    let second = search(obj, second_subject, &mut tpe(wide.seed), &wide).await?;
-    let Some(first) = first else {
-        return Ok(SearchResult {
-            engine: "guided".into(),
-            ..second
-        });
-    };
+    let tpe = &mut TpeSampler::new(wide.seed, subject.metric.goal);
+    let second = search(obj, subject, tpe, &wide).await?;
     let mut trials = first.trials;
     let offset = trials.len() - 1;
     trials.extend(second.trials.into_iter().skip(1).map(|mut t| {

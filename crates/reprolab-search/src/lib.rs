@@ -16,6 +16,8 @@
 //! * [`pruner`]: the [`Pruner`] trait and [`SuccessiveHalving`].
 //! * [`budget`]: [`Budget`], [`SearchSettings`] and the meter that spends them.
 //! * [`study`]: the [`Study`] (ask/evaluate/tell) and the plain study loop [`search`].
+//! * [`mod@confirm`]: re-training the best few configs with fresh seeds and picking by mean
+//!   (against the winner's curse of a single lucky training).
 //! * [`mod@bohb`]: Hyperband brackets of successive halving with TPE proposals ([`bohb()`]).
 //! * [`join`]: running an objective's futures concurrently without an async runtime.
 //! * `testing` (feature `testing`): synthetic objectives and subjects for engine tests.
@@ -26,6 +28,7 @@
 
 pub mod bohb;
 pub mod budget;
+pub mod confirm;
 pub mod join;
 pub mod pruner;
 pub mod sampler;
@@ -45,6 +48,7 @@ use serde::{Deserialize, Serialize};
 
 pub use bohb::{BohbOptions, bohb, bohb_with};
 pub use budget::{Budget, SearchSettings};
+pub use confirm::{best_by_mean, confirm};
 pub use pruner::{PercentilePruner, Pruner, SuccessiveHalving, prune_at};
 pub use sampler::{RandomSampler, Sampler};
 pub use space::apply_patch;
@@ -157,6 +161,10 @@ pub struct Trial {
     /// a best, a patch or evidence of a repair).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pruned: Option<PrunedAt>,
+    /// A re-training of the config of this earlier trial with a fresh seed ([`confirm`]):
+    /// the config's score is then the mean of its runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirms: Option<usize>,
     /// Its per-epoch values of the searched metric, when the objective reported them (the
     /// pruner's input; not serialised).
     #[serde(skip)]

@@ -117,7 +117,7 @@ fn reached(goal: Goal, stop_at: Option<f64>, t: &Trial) -> bool {
 /// seed each (`seed * 1000 + number`). With `thresholds` (a study with a pruner: one list per
 /// item), each goes through [`Objective::evaluate_pruned`] and may stop early; without,
 /// through [`Objective::evaluate`] as always.
-async fn run_trials<O: Objective>(
+pub(crate) async fn run_trials<O: Objective>(
     obj: &O,
     seed: u64,
     items: Vec<(usize, Config, Option<u64>)>,
@@ -170,6 +170,7 @@ async fn run_trials<O: Objective>(
             epochs,
             seed: sd[0],
             pruned: e.pruned,
+            confirms: None,
             curve: e.curve,
         });
     }

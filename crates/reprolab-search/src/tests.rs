@@ -86,6 +86,7 @@ fn samplers_propose_only_in_space_configs() {
             epochs: None,
             seed: 0,
             pruned: None,
+            confirms: None,
             curve: Vec::new(),
         }];
         for i in 1..60 {
@@ -112,6 +113,7 @@ fn samplers_propose_only_in_space_configs() {
                 epochs: None,
                 seed: i as u64,
                 pruned: None,
+                confirms: None,
                 curve: Vec::new(),
             });
         }

@@ -122,11 +122,18 @@ fn suggestions_come_first_then_tpe_on_the_suspected_parameters() {
     assert_eq!(r.trials[1].config, all);
     assert_eq!(changed(&subject, &r.trials[2]), keys(&["act2"]));
     assert_eq!(changed(&subject, &r.trials[3]), keys(&["lr"]));
-    // Half the budget per phase; the second phase's repeat of the faulty config is dropped and
-    // its trials are renumbered after the first's (their seeds are the second phase's own).
+    // The search gets 16 of the 20 trials, half per phase; the second phase's repeat of the
+    // faulty config is dropped and its trials are renumbered after the first's (their seeds are
+    // the second phase's own). The last 4 re-train finalists.
     assert_eq!(r.trials.len(), 19);
     assert!(r.trials.iter().enumerate().all(|(i, t)| t.number == i));
-    assert_eq!(r.trials[10].seed, trial_seed(3 + 7919, 1));
+    assert_eq!(r.trials[8].seed, trial_seed(3 + 7919, 1));
+    assert!(r.trials[..15].iter().all(|t| t.confirms.is_none()));
+    for t in &r.trials[15..] {
+        let of = t.confirms.expect("a confirmation");
+        assert_eq!(t.config, r.trials[of].config);
+        assert_eq!(t.seed, trial_seed(3 + 2 * 7919, t.number));
+    }
     // The first phase improved, so both phases search the suspected parameters (act2, plus lr
     // that a suggestion names) only.
     for t in &r.trials {
@@ -136,7 +143,7 @@ fn suggestions_come_first_then_tpe_on_the_suspected_parameters() {
         );
     }
     assert!(r.best.as_ref().unwrap().value.unwrap() > 0.9);
-    // Both phases' trainings are counted, the dropped faulty repeat included.
+    // Every training is counted, the dropped faulty repeat included.
     let durations: f64 = r.trials.iter().map(|t| t.duration_s).sum();
     assert!((r.spent_s - durations - r.trials[0].duration_s).abs() < 1e-9);
     // Same seed, same proposals.
@@ -159,8 +166,9 @@ fn after_an_improvement_the_second_half_adds_the_next_suspects() {
         suspect("HNE", 0.3, None),
         suspect("WCI", 0.1, None),
     ];
-    let r = run(&obj, &subject, Budget::Trials(40), 5, &suspects);
-    let (first, second) = r.trials.split_at(20);
+    // 32 of the 40 trials search, 16 per phase.
+    let r = run(&obj, &subject, Budget::Trials(40), 2, &suspects);
+    let (first, second) = r.trials.split_at(16);
     for t in first {
         assert!(changed(&subject, t).is_subset(&keys(&["act2"])), "{t:?}");
     }
@@ -182,8 +190,10 @@ fn nothing_suspected_is_a_tpe_search_of_the_whole_space() {
     let subject = study_subject(true);
     let obj = Synth::study();
     let r = run(&obj, &subject, Budget::Trials(20), 5, &[]);
+    // The search part of the budget (16 of 20 trials) is one TPE search; its finalists are
+    // then re-trained.
     let s = SearchSettings {
-        budget: Budget::Trials(20),
+        budget: Budget::Trials(16),
         seed: 5 + 7919,
         ..SearchSettings::default()
     };
@@ -195,8 +205,8 @@ fn nothing_suspected_is_a_tpe_search_of_the_whole_space() {
     ))
     .unwrap();
     assert_eq!(r.engine, "guided");
-    assert_eq!(r.trials, tpe.trials);
-    assert_eq!(r.best, tpe.best);
+    assert_eq!(r.trials[..16], tpe.trials[..]);
+    assert!(r.trials[16..].iter().all(|t| t.confirms.is_some()));
     // Without a first phase the wide search gets the whole budget, a time budget too.
     let t = run(&obj, &subject, Budget::TimeMultiple(10.0), 5, &[]);
     assert_eq!(t.budget_s, Some(10.0 * t.trials[0].duration_s));
@@ -228,7 +238,7 @@ fn a_wrong_suspicion_is_widened_to_the_whole_space() {
     }))
     .unwrap();
     assert_eq!(traces.get(), 1);
-    let (first, second) = r.trials.split_at(20);
+    let (first, second) = r.trials.split_at(16);
     for t in first {
         assert!(
             changed(&subject, t).is_subset(&keys(&["optimizer"])),

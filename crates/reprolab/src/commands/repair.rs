@@ -236,10 +236,22 @@ pub async fn run(g: &Global, a: &RepairArgs) -> Result<ExitCode> {
         }
         match (&run.validation, s.patch()) {
             (Some(v), Some(patch)) => {
+                // A confirmed best's value is the mean of its runs (reprolab_search::confirm).
+                let runs = s.best.as_ref().map_or(0, |b| {
+                    s.trials.iter().filter(|t| t.config == b.config).count()
+                });
+                let confirmed = s.trials.iter().filter(|t| t.confirms.is_some()).count();
                 println!(
-                    "\nbest patch found (search split {} -> {}):",
+                    "\nbest patch found (search split {} -> {}{}):",
                     num(s.trials[0].value),
-                    num(s.best.as_ref().and_then(|b| b.value))
+                    num(s.best.as_ref().and_then(|b| b.value)),
+                    if confirmed > 0 {
+                        format!(
+                            ", the mean of its {runs} runs; {confirmed} retrainings confirmed the finalists"
+                        )
+                    } else {
+                        String::new()
+                    }
                 );
                 for (k, from, to) in repair::patch_diff(&subject.config, patch) {
                     println!("  {k}: {from} -> {to}");
