@@ -512,8 +512,15 @@ def _preimport_keras(backend):
     later child forks with it loaded (seconds per child otherwise); PyTorch-only workers never
     pay for it. Only the import: TensorFlow's runtime starts at its first op, in a child. A
     failure is left to the child, whose result then carries the traceback."""
+    import importlib.util
+
     try:
         _import_keras(backend)
+        if backend == "torch" and importlib.util.find_spec("tensorflow") is not None:
+            # keras.utils.set_random_seed, which this worker and Keras programs call, also seeds
+            # TensorFlow whenever it is installed, importing it (~1,600 modules): on the torch
+            # backend every child paid that again, 3-5 s a training, unless the worker holds it.
+            import tensorflow  # noqa: F401
     except Exception as e:  # noqa: BLE001
         print(f"reprolab worker: could not import keras: {e}", file=sys.stderr)
 

@@ -474,3 +474,19 @@ def test_shutdown(ready):
     ready.send({"op": "shutdown"})
     assert ready.proc.wait(timeout=60) == 0
 
+
+
+def test_a_torch_backend_keras_worker_holds_tensorflow_for_its_children(ready, keras_subject,
+                                                                         tmp_path):
+    """keras.utils.set_random_seed (the worker's and the program's) imports TensorFlow whenever
+    it is installed, on the torch backend too: the worker holds it, so that a child does not
+    import ~1,600 modules again for every training."""
+    import importlib.util
+    from pathlib import Path
+
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("tensorflow is not installed in this environment: there is nothing to hold")
+    r = run_eval(ready, keras_subject, tmp_path, framework="keras")
+    assert r.result["status"] == "ok", r.result
+    maps = Path(f"/proc/{ready.proc.pid}/maps").read_text()
+    assert "_pywrap_tensorflow" in maps or "libtensorflow" in maps
