@@ -251,6 +251,30 @@ mod tests {
         })
     }
 
+    /// `confirm` of `found` on `obj` for the study subject: `budget` over a `reference` training
+    /// time, with the default settings but `seed`.
+    fn confirmed(
+        obj: &Synth,
+        found: SearchResult,
+        budget: Budget,
+        reference: f64,
+        seed: u64,
+    ) -> SearchResult {
+        let settings = SearchSettings {
+            seed,
+            ..SearchSettings::default()
+        };
+        block_on(confirm(
+            obj,
+            &study_subject(true),
+            found,
+            budget,
+            reference,
+            &settings,
+        ))
+        .unwrap()
+    }
+
     #[test]
     fn finalists_beat_the_faulty_config_and_are_distinct() {
         let subject = study_subject(true);
@@ -261,22 +285,9 @@ mod tests {
 
     #[test]
     fn a_lucky_best_loses_to_a_steady_one_once_both_are_retrained() {
-        let subject = study_subject(true);
         let (r, lucky, steady) = found();
         let obj = objective(lucky.clone(), steady.clone());
-        let settings = SearchSettings {
-            seed: 7,
-            ..SearchSettings::default()
-        };
-        let c = block_on(confirm(
-            &obj,
-            &subject,
-            r,
-            Budget::Trials(4),
-            0.0,
-            &settings,
-        ))
-        .unwrap();
+        let c = confirmed(&obj, r, Budget::Trials(4), 0.0, 7);
         // Both once (lucky first, by its single 1.0); then the leaders by mean: steady (0.9)
         // ahead of lucky (0.75). Fresh seeds, numbered on.
         let new = &c.trials[4..];
@@ -296,7 +307,6 @@ mod tests {
 
     #[test]
     fn the_leaders_race_on_until_their_runs_are_capped() {
-        let subject = study_subject(true);
         let (mut r, lucky, steady) = found();
         // A third finalist, steadily 0.7: it overtakes lucky once lucky's runs come in.
         let fair = with("act2", json!("relu"));
@@ -312,15 +322,7 @@ mod tests {
                 })
             }
         });
-        let c = block_on(confirm(
-            &obj,
-            &subject,
-            r,
-            Budget::Trials(40),
-            0.0,
-            &SearchSettings::default(),
-        ))
-        .unwrap();
+        let c = confirmed(&obj, r, Budget::Trials(40), 0.0, 0);
         let runs = |config: &Config| c.trials.iter().filter(|t| &t.config == config).count();
         // lucky: 1.0, 0.5 (0.75, ahead of fair's 0.7), 0.5 (0.67, behind): three runs.
         assert_eq!(runs(&lucky), 3);
@@ -334,48 +336,34 @@ mod tests {
 
     #[test]
     fn a_time_budget_is_passed_by_less_than_one_training() {
-        let subject = study_subject(true);
         let (r, lucky, steady) = found();
         let obj = objective(lucky, steady);
         // 1.5 trainings' worth of 0.9 s: two start, the second while time is left.
-        let c = block_on(confirm(
-            &obj,
-            &subject,
-            r,
-            Budget::TimeMultiple(1.5),
-            0.9,
-            &SearchSettings::default(),
-        ))
-        .unwrap();
+        let c = confirmed(&obj, r, Budget::TimeMultiple(1.5), 0.9, 0);
         assert_eq!(c.trials.len(), 6);
         // No time left: nothing is retrained, and the best stays the one of single runs.
         let (r, lucky, steady) = found();
-        let none = block_on(confirm(
+        let none = confirmed(
             &objective(lucky, steady),
-            &subject,
             r.clone(),
             Budget::TimeMultiple(0.0),
             0.9,
-            &SearchSettings::default(),
-        ))
-        .unwrap();
+            0,
+        );
         assert_eq!(none.trials, r.trials);
     }
 
     #[test]
     fn a_lone_finalist_is_left_to_the_validation() {
-        let subject = study_subject(true);
         let (mut r, lucky, steady) = found();
         r.trials.remove(2);
-        let c = block_on(confirm(
+        let c = confirmed(
             &objective(lucky, steady),
-            &subject,
             r.clone(),
             Budget::Trials(4),
             0.0,
-            &SearchSettings::default(),
-        ))
-        .unwrap();
+            0,
+        );
         assert_eq!(c, r);
     }
 

@@ -177,3 +177,16 @@ pub fn tensorflow_missing(dir: &Path) -> Option<String> {
         Err(e) => Some(format!("cannot run {python:?}: {e}")),
     }
 }
+
+/// `name`'s config with 10 epochs and `changes` applied, written to `file` in `dir`.
+pub fn short_config_of(dir: &Path, name: &str, changes: serde_json::Value, file: &str) -> PathBuf {
+    let subject_dir = subject(name);
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(subject_dir.join("config.json")).unwrap())
+            .unwrap();
+    config["epochs"] = serde_json::json!(10);
+    for (k, v) in changes.as_object().unwrap() {
+        config[k] = v.clone();
+    }
+    config_file(dir, file, config)
+}

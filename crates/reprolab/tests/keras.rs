@@ -15,24 +15,6 @@ fn short_config(dir: &std::path::Path) -> std::path::PathBuf {
     short_config_of(dir, "digits-mlp-keras", json!({}), "short.json")
 }
 
-/// `name`'s config with 10 epochs and `changes` applied, written to `file` in `dir`.
-fn short_config_of(
-    dir: &std::path::Path,
-    name: &str,
-    changes: Value,
-    file: &str,
-) -> std::path::PathBuf {
-    let subject_dir = subject(name);
-    let mut config: Value =
-        serde_json::from_str(&std::fs::read_to_string(subject_dir.join("config.json")).unwrap())
-            .unwrap();
-    config["epochs"] = json!(10);
-    for (k, v) in changes.as_object().unwrap() {
-        config[k] = v.clone();
-    }
-    config_file(dir, file, config)
-}
-
 /// A faulty copy of the bundled subject `name` in `dir/faults/ID`: its config with 10 epochs and
 /// `changes` applied, the subject's own config (also with 10 epochs) as the known fix of
 /// `faults` (a `[fix]` table, as the benchmark's faults have).

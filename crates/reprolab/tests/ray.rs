@@ -1064,11 +1064,7 @@ fn a_keras_tensorflow_subject_trains_on_ray_as_locally() {
         return;
     };
     let name = "digits-mlp-keras-tf";
-    let mut config: Value =
-        serde_json::from_str(&std::fs::read_to_string(subject(name).join("config.json")).unwrap())
-            .unwrap();
-    config["epochs"] = json!(10);
-    let cfg = config_file(tmp.path(), "short.json", config);
+    let cfg = short_config_of(tmp.path(), name, json!({}), "short.json");
     let (local_dir, ray_dir) = (tmp.path().join("local"), tmp.path().join("ray"));
     for d in [&local_dir, &ray_dir] {
         std::fs::create_dir_all(d).unwrap();
