@@ -16,7 +16,9 @@
 
 use std::collections::VecDeque;
 
-use reprolab_core::{Config, ParamKind, SearchSpace, Subject, Suspect, THRESHOLD, normalize_type};
+use reprolab_core::{
+    Config, Param, ParamKind, SearchSpace, Subject, Suspect, THRESHOLD, normalize_type,
+};
 use reprolab_search::{
     Budget, Objective, Sampler, SearchResult, SearchSettings, TpeSampler, Trace, Trial, confirm,
     pick_best, search,
@@ -45,17 +47,46 @@ pub fn suspected_space_at(subject: &Subject, suspects: &[Suspect], threshold: f6
         .space
         .params
         .iter()
-        .filter(|p| {
-            let Some(fault) = p.fault else { return false };
-            wanted.iter().any(|s| {
-                normalize_type(s.label.fault) == normalize_type(fault)
-                    && (s.label.layers.is_empty()
-                        || p.layer.is_none_or(|l| s.label.layers.contains(&l)))
-            })
-        })
+        .filter(|p| wanted.iter().any(|s| suspects_param(s, p)))
         .cloned()
         .collect();
     SearchSpace { params }
+}
+
+/// Whether `s` suspects the hyperparameter `p`: its fault type, and its layer when `s` names
+/// layers.
+fn suspects_param(s: &Suspect, p: &Param) -> bool {
+    p.fault.is_some_and(|fault| {
+        normalize_type(s.label.fault) == normalize_type(fault)
+            && (s.label.layers.is_empty() || p.layer.is_none_or(|l| s.label.layers.contains(&l)))
+    })
+}
+
+/// For a suspect that suggests no change of its own: the other value of each two-valued
+/// choice it suspects (a switch such as D9's `label_scale` in {1, 255}, whose only repair is
+/// flipping it), when the faulty config holds one of the two.
+pub fn switched(subject: &Subject, suspects: &[Suspect]) -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = Vec::new();
+    for s in suspects.iter().filter(|s| s.confidence >= THRESHOLD) {
+        if s.suggestion.as_deref().is_some_and(|x| !x.is_empty()) {
+            continue;
+        }
+        for p in subject.space.params.iter().filter(|p| suspects_param(s, p)) {
+            let ParamKind::Choice { values } = &p.kind else {
+                continue;
+            };
+            let [a, b] = values.as_slice() else { continue };
+            let other = match subject.config.get(&p.name) {
+                Some(v) if p.contains(v) && v == a => b,
+                Some(v) if p.contains(v) && v == b => a,
+                _ => continue,
+            };
+            if !out.iter().any(|(k, _)| k == &p.name) {
+                out.push((p.name.clone(), other.clone()));
+            }
+        }
+    }
+    out
 }
 
 /// The changes localisation suggests ("act0: linear -> relu, lr: 3 -> 0.01"), in rank order,
@@ -151,8 +182,14 @@ pub async fn guided<O: Objective>(
     let subject = &whole;
     let mut narrowed = subject.clone();
     narrowed.space = suspected_space(subject, &suspects);
-    // The suggested changes are tried first: all of them together, then each alone.
-    let changes = suggested_changes(subject, &suspects);
+    // The suggested changes (and switches flipped) are tried first: all of them together,
+    // then each alone.
+    let mut changes = suggested_changes(subject, &suspects);
+    for (key, value) in switched(subject, &suspects) {
+        if !changes.iter().any(|(k, _)| k == &key) {
+            changes.push((key, value));
+        }
+    }
     for (key, _) in &changes {
         if narrowed.space.get(key).is_none()
             && let Some(p) = subject.space.get(key)

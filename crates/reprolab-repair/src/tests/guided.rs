@@ -309,3 +309,40 @@ fn a_rate_drawn_uniformly_in_the_space_is_searched_on_a_log_scale() {
     });
     assert!(matches!(narrow.params[0].kind, ParamKind::Float { .. }));
 }
+
+#[test]
+fn a_suspected_switch_without_a_suggestion_is_flipped_first() {
+    // D9's shape: the labels are scaled by a switch in {1, 255} (CPP), and localisation names
+    // CPP without a value, beside an output activation it has a suggestion for.
+    let mut subject = study_subject(true);
+    subject.space.params.push(choice(
+        "label_scale",
+        vec![json!(1), json!(255)],
+        reprolab_core::FaultType::CPP,
+        None,
+    ));
+    subject.config.insert("label_scale", json!(255));
+    let obj = Synth::new(|c, _, _| {
+        Some(if c.get("label_scale") == Some(&json!(1)) {
+            0.9
+        } else {
+            0.1
+        })
+    });
+    let suspects = [
+        suspect("ACH(2)", 0.6, Some("act2: sigmoid -> softmax")),
+        suspect("CPP", 0.6, None),
+    ];
+    let r = run(&obj, &subject, Budget::Trials(10), 1, &suspects);
+    assert_eq!(
+        changed(&subject, &r.trials[1]),
+        keys(&["act2", "label_scale"])
+    );
+    assert_eq!(changed(&subject, &r.trials[2]), keys(&["act2"]));
+    assert_eq!(changed(&subject, &r.trials[3]), keys(&["label_scale"]));
+    assert_eq!(r.trials[3].value, Some(0.9));
+    // Only a suspect without a suggestion of its own, and only a two-valued choice, is flipped.
+    let with_suggestion = [suspect("CPP", 0.6, Some("lr: 3 -> 0.01"))];
+    assert!(crate::guided::switched(&subject, &with_suggestion).is_empty());
+    assert!(crate::guided::switched(&subject, &[suspect("OCH", 0.9, None)]).is_empty());
+}
