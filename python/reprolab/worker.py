@@ -511,9 +511,17 @@ def _preimport_keras(backend):
     """Import Keras in the worker itself at its first Keras evaluation, so that this and every
     later child forks with it loaded (seconds per child otherwise); PyTorch-only workers never
     pay for it. Only the import: TensorFlow's runtime starts at its first op, in a child. A
-    failure is left to the child, whose result then carries the traceback."""
+    failure is left to the child, whose result then carries the traceback.
+
+    On the torch backend TensorFlow is imported too when it is installed: Keras' own seeding
+    (keras.utils.set_random_seed, which every child calls) seeds TensorFlow whenever it can import
+    it, whatever the backend, so each child would otherwise import it itself (seconds each)."""
+    import importlib.util
+
     try:
         _import_keras(backend)
+        if backend == "torch" and importlib.util.find_spec("tensorflow") is not None:
+            import tensorflow  # noqa: F401
     except Exception as e:  # noqa: BLE001
         print(f"reprolab worker: could not import keras: {e}", file=sys.stderr)
 
