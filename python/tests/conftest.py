@@ -80,15 +80,51 @@ class Worker:
 _workers = {}
 
 
+class Background:
+    """A command started at collection, its output kept in a file, that a test waits for."""
+
+    def __init__(self, args, **popen):
+        import tempfile
+
+        self.out, self.err = (tempfile.TemporaryFile(mode="w+") for _ in range(2))
+        self.proc = subprocess.Popen(args, stdout=self.out, stderr=self.err, text=True, **popen)
+
+    def wait(self, timeout):
+        """(exit code, stdout, stderr) once it has ended."""
+        code = self.proc.wait(timeout=timeout)
+        for f in (self.out, self.err):
+            f.seek(0)
+        return code, self.out.read(), self.err.read()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.out.close()
+        self.err.close()
+
+
+_background = {}
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected what will not run
 def pytest_collection_modifyitems(session, config, items):
     """Start the workers (several seconds of imports) as soon as collection shows they are needed,
-    so that their start overlaps with the in-process tests."""
-    if any(item.fspath.basename == "test_worker.py" for item in items):
+    so that their start overlaps with the in-process tests; the same for the TensorFlow run of
+    test_keras_fit.py (a pytest of its own, tens of seconds of TensorFlow), whose test then only
+    collects its result, last, so that everything else runs meanwhile."""
+    files = {item.fspath.basename for item in items}
+    if "test_worker.py" in files:
         import tempfile
 
         directory = tempfile.mkdtemp(prefix="reprolab-worker-test-")
         _workers["main"] = Worker(directory)
         _workers["main"].directory = directory
+    if "test_keras_fit_tensorflow.py" in files:
+        from test_keras_fit_tensorflow import start_keras_fit_on_tensorflow
+
+        _background["keras_fit_tensorflow"] = start_keras_fit_on_tensorflow()
+        items.sort(key=lambda item: item.fspath.basename == "test_keras_fit_tensorflow.py")
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -98,6 +134,14 @@ def pytest_sessionfinish(session, exitstatus):
         w.close()
         if getattr(w, "directory", None):
             shutil.rmtree(w.directory, ignore_errors=True)
+    for b in _background.values():
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def background():
+    """The commands started at collection, by name."""
+    return _background
 
 
 @pytest.fixture(scope="session")
