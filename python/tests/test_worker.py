@@ -388,6 +388,21 @@ def test_keras_subject_is_seeded_and_traced_without_its_help(ready, keras_subjec
     assert all(l["grad_norm"] > 0 and l["weight_norm"] > 0 for l in traced[1]["layers"])
 
 
+def test_a_torch_backend_keras_worker_holds_tensorflow_for_its_children(ready, keras_subject,
+                                                                         tmp_path):
+    """keras.utils.set_random_seed (the worker's and the program's) imports TensorFlow whenever
+    it is installed, on the torch backend too: the worker holds it, so that a child does not
+    import ~1,600 modules again for every training."""
+    import importlib.util
+    from pathlib import Path
+
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("tensorflow is not installed in this environment: there is nothing to hold")
+    r = run_eval(ready, keras_subject, tmp_path, framework="keras")
+    assert r.result["status"] == "ok", r.result
+    maps = Path(f"/proc/{ready.proc.pid}/maps").read_text()
+    assert "_pywrap_tensorflow" in maps or "libtensorflow" in maps
+
 def test_unknown_backend_is_refused(ready, tmp_path):
     ready.send({"op": "eval", "id": "be", "subject_dir": str(tmp_path), "entry": "train.py:train",
                 "workdir": str(tmp_path / "be"), "framework": "keras", "backend": "jax"})
@@ -473,20 +488,3 @@ def test_a_malformed_prune_spec_is_refused(ready, subject, tmp_path):
 def test_shutdown(ready):
     ready.send({"op": "shutdown"})
     assert ready.proc.wait(timeout=60) == 0
-
-
-
-def test_a_torch_backend_keras_worker_holds_tensorflow_for_its_children(ready, keras_subject,
-                                                                         tmp_path):
-    """keras.utils.set_random_seed (the worker's and the program's) imports TensorFlow whenever
-    it is installed, on the torch backend too: the worker holds it, so that a child does not
-    import ~1,600 modules again for every training."""
-    import importlib.util
-    from pathlib import Path
-
-    if importlib.util.find_spec("tensorflow") is None:
-        pytest.skip("tensorflow is not installed in this environment: there is nothing to hold")
-    r = run_eval(ready, keras_subject, tmp_path, framework="keras")
-    assert r.result["status"] == "ok", r.result
-    maps = Path(f"/proc/{ready.proc.pid}/maps").read_text()
-    assert "_pywrap_tensorflow" in maps or "libtensorflow" in maps
