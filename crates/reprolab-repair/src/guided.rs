@@ -136,6 +136,37 @@ pub fn log_scaled(mut space: SearchSpace) -> SearchSpace {
     space
 }
 
+/// The changes guided tries before searching: localisation's suggestions, then the suspected
+/// switches flipped (see [`switched`]), one per key.
+fn first_changes(subject: &Subject, suspects: &[Suspect]) -> Vec<(String, Value)> {
+    let mut changes = suggested_changes(subject, suspects);
+    for (key, value) in switched(subject, suspects) {
+        if !changes.iter().any(|(k, _)| k == &key) {
+            changes.push((key, value));
+        }
+    }
+    changes
+}
+
+/// The configs tried first: all `changes` together, then (when there are several) each alone.
+fn tried_first(subject: &Subject, changes: &[(String, Value)]) -> VecDeque<Config> {
+    let with = |kv: &[(String, Value)]| {
+        let mut c = subject.config.clone();
+        for (k, v) in kv {
+            c.insert(k.clone(), v.clone());
+        }
+        c
+    };
+    let mut queue = VecDeque::new();
+    if !changes.is_empty() {
+        queue.push_back(with(changes));
+    }
+    if changes.len() > 1 {
+        queue.extend(changes.iter().map(|kv| with(std::slice::from_ref(kv))));
+    }
+    queue
+}
+
 /// A sampler that first proposes the given configs (as Optuna's `enqueue_trial`), then asks TPE.
 struct Enqueued {
     queue: VecDeque<Config>,
@@ -162,7 +193,7 @@ impl Sampler for Enqueued {
 /// The `guided` engine (see the module documentation). `localize` ranks the suspects of the
 /// subject's config given one traced training of it (seed `settings.seed`). The result is one
 /// search record: the first phase's trials, then the second's (its repeat of the faulty config
-/// dropped), renumbered.
+/// dropped), renumbered, then the finalists' confirmations.
 pub async fn guided<O: Objective>(
     obj: &O,
     subject: &Subject,
@@ -182,14 +213,7 @@ pub async fn guided<O: Objective>(
     let subject = &whole;
     let mut narrowed = subject.clone();
     narrowed.space = suspected_space(subject, &suspects);
-    // The suggested changes (and switches flipped) are tried first: all of them together,
-    // then each alone.
-    let mut changes = suggested_changes(subject, &suspects);
-    for (key, value) in switched(subject, &suspects) {
-        if !changes.iter().any(|(k, _)| k == &key) {
-            changes.push((key, value));
-        }
-    }
+    let changes = first_changes(subject, &suspects);
     for (key, _) in &changes {
         if narrowed.space.get(key).is_none()
             && let Some(p) = subject.space.get(key)
@@ -197,21 +221,7 @@ pub async fn guided<O: Objective>(
             narrowed.space.params.push(p.clone());
         }
     }
-    let mut queue = VecDeque::new();
-    let mut all = subject.config.clone();
-    for (k, v) in &changes {
-        all.insert(k.clone(), v.clone());
-    }
-    if !changes.is_empty() {
-        queue.push_back(all);
-    }
-    if changes.len() > 1 {
-        for (k, v) in &changes {
-            let mut one = subject.config.clone();
-            one.insert(k.clone(), v.clone());
-            queue.push_back(one);
-        }
-    }
+    let queue = tried_first(subject, &changes);
     // The search gets all but CONFIRM_SHARE of the budget, in two halves.
     let (search_budget, confirm_trials) = match settings.budget {
         Budget::Trials(n) => {
