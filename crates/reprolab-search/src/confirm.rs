@@ -2,9 +2,10 @@
 //! noisy objective that is often a lucky one (the winner's curse). On D6, guided repair kept a
 //! learning rate that trained to accuracy 1.0 once and to 0.5 on ten holdout retrainings, and
 //! the tie-break toward fewer changes picked, among several 1.0s, the shortest and least robust
-//! training. [`confirm`] re-trains the best few distinct configs with fresh seeds, round-robin,
-//! within a budget of its own, and picks the config with the best *mean* ([`best_by_mean`]):
-//! SMAC's intensification in its simplest form. It runs on the search split only, so the
+//! training. [`confirm`] re-trains the best few distinct configs with fresh seeds, as a race,
+//! within a budget of its own, and picks the config with the best *mean* ([`best_by_mean`]; a
+//! config outside the race counts with its one run, so finalists that all fall back below it
+//! leave it the patch): SMAC's intensification in its simplest form. It runs on the search split only, so the
 //! holdout validation that follows still judges one config, chosen without it.
 
 use std::cmp::Ordering;
