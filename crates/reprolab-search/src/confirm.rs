@@ -5,9 +5,8 @@
 //! training. [`confirm`] re-trains the best few distinct configs with fresh seeds, as a race,
 //! within a budget of its own, and picks the config with the best *mean* ([`best_by_mean`]; a
 //! config outside the race counts with its one run, so finalists that all fall back below it
-//! leave it the patch): SMAC's intensification in its simplest form. It runs on the search split only, so the
-//! holdout validation that follows still judges one config, chosen without it.
-
+//! leave it the patch): SMAC's intensification in its simplest form. It runs on the search split
+//! only, so the holdout validation that follows still judges one config, chosen without it.
 use std::cmp::Ordering;
 
 use reprolab_core::{Config, Subject};
@@ -126,20 +125,19 @@ struct Runs {
 impl Runs {
     /// The runs of `config` among `trials` (it has at least one).
     fn of(trials: &[Trial], config: &Config) -> Runs {
-        let mut runs = trials.iter().filter(|t| t.is_full() && &t.config == config);
-        let first = runs.next().expect("a finalist has a trial").clone();
-        let mut out = Runs {
-            values: Vec::new(),
-            failed: false,
-            first: first.clone(),
-        };
-        for t in std::iter::once(&first).chain(runs) {
-            match t.value.filter(|v| v.is_finite()) {
-                Some(v) => out.values.push(v),
-                None => out.failed = true,
-            }
+        let runs: Vec<&Trial> = trials
+            .iter()
+            .filter(|t| t.is_full() && &t.config == config)
+            .collect();
+        let values: Vec<f64> = runs
+            .iter()
+            .filter_map(|t| t.value.filter(|v| v.is_finite()))
+            .collect();
+        Runs {
+            failed: values.len() < runs.len(),
+            values,
+            first: (*runs.first().expect("a config with a trial")).clone(),
         }
-        out
     }
 
     fn runs(&self) -> usize {
