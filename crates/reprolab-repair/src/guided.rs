@@ -3,11 +3,14 @@
 //! TPE on the suspected parameters only. When that found an improvement, the second half
 //! searches them together with the next suspects (confidence at or above [`NEXT_THRESHOLD`]): a
 //! fault with two causes (too few epochs beside a wrong output) is repaired only when both are;
-//! when it found none, the second half searches the whole space. When nothing was suspected the
-//! whole search goes to a TPE search of the whole space. The search gets all but
-//! [`CONFIRM_SHARE`] of the budget; what it leaves re-trains its best few configs with fresh
-//! seeds, and the best by mean is the patch ([`reprolab_search::confirm`]). Each part of a time
-//! budget gets what the one before left, so that together they pass it by less than one trial.
+//! when it found none, the second half searches the whole space. The second half goes on from
+//! the first's trials (its TPE's history; the faulty config is not trained again). When nothing
+//! was suspected the whole search goes to a TPE search of the whole space. The search gets all
+//! but [`CONFIRM_SHARE`] of the budget; what it leaves re-trains its best few configs with fresh
+//! seeds, and the best by mean is the patch ([`reprolab_search::confirm`]); with fewer than two
+//! configs better than the faulty one there is nothing to choose between, and that share goes on
+//! searching instead. Each part of a time budget gets what the one before left, so that together
+//! they pass it by less than one trial.
 //! Floats spanning several decades (the study's lr) are searched on a log scale ([`log_scaled`]).
 //!
 //! Localisation is passed in ([`guided`]'s `localize`; the binary wires
@@ -20,8 +23,8 @@ use reprolab_core::{
     Config, Param, ParamKind, SearchSpace, Subject, Suspect, THRESHOLD, normalize_type,
 };
 use reprolab_search::{
-    Budget, Objective, Sampler, SearchResult, SearchSettings, TpeSampler, Trace, Trial, confirm,
-    pick_best, search,
+    Budget, FINALISTS, Objective, Sampler, SearchResult, SearchSettings, TpeSampler, Trace, Trial,
+    confirm, finalists, search, search_from,
 };
 use serde_json::Value;
 
@@ -248,7 +251,7 @@ pub async fn guided<O: Objective>(
         };
         Some(search(obj, &narrowed, &mut sampler, &phase).await?)
     };
-    let found = match first {
+    let (found, last) = match first {
         // Nothing suspected: the whole search budget goes to a search of the whole space.
         None => {
             let wide = SearchSettings {
@@ -256,7 +259,8 @@ pub async fn guided<O: Objective>(
                 seed: settings.seed + 7919,
                 ..settings.clone()
             };
-            search(obj, subject, &mut tpe(wide.seed), &wide).await?
+            let found = search(obj, subject, &mut tpe(wide.seed), &wide).await?;
+            (found, subject.clone())
         }
         Some(first) => {
             let second_subject = if first.patch().is_some() {
@@ -264,29 +268,98 @@ pub async fn guided<O: Objective>(
             } else {
                 subject.clone()
             };
-            second_half(obj, &second_subject, first, search_budget, &phase).await?
+            let found = second_half(obj, &second_subject, first, search_budget, &phase).await?;
+            (found, second_subject)
         }
     };
-    // What the search left of the whole budget confirms its finalists.
-    let (confirm_budget, reference, whole_s) = match (settings.budget, found.budget_s) {
-        (Budget::TimeMultiple(m), Some(search_s)) => {
-            let reference = search_s / (m * (1.0 - CONFIRM_SHARE));
-            let left = m * reference - found.spent_s;
-            let budget = Budget::TimeMultiple(left.max(0.0) / reference);
-            (budget, reference, Some(m * reference))
+    let mut confirming = Confirming::new(settings.budget, confirm_trials, &found);
+    // Fewer than two finalists leave nothing to choose between: the confirmation's share goes
+    // on searching (over the last phase's space, with everything seen so far as history).
+    let found = if finalists(subject, &found.trials, FINALISTS).len() < 2
+        && !confirming.budget.is_empty()
+    {
+        let more = SearchSettings {
+            budget: confirming.budget,
+            seed: settings.seed + 3 * 7919,
+            time_ref_s: Some(confirming.reference).filter(|r| *r > 0.0),
+            ..settings.clone()
+        };
+        let before = found.trials.len();
+        let spent_s = found.spent_s;
+        let budget_s = found.budget_s;
+        let tpe = &mut TpeSampler::new(more.seed, subject.metric.goal);
+        let went_on = search_from(obj, &last, tpe, &more, found.trials).await?;
+        confirming.spend(went_on.trials.len() - before, went_on.spent_s);
+        SearchResult {
+            engine: "guided".into(),
+            spent_s: spent_s + went_on.spent_s,
+            budget_s,
+            ..went_on
         }
-        _ => (Budget::Trials(confirm_trials), 0.0, found.budget_s),
+    } else {
+        found
     };
     let seeds = SearchSettings {
         seed: settings.seed + 2 * 7919,
         ..settings.clone()
     };
-    let confirmed = confirm(obj, subject, found, confirm_budget, reference, &seeds).await?;
+    let whole_s = confirming.whole_s.or(found.budget_s);
+    let confirmed = confirm(
+        obj,
+        subject,
+        found,
+        confirming.budget,
+        confirming.reference,
+        &seeds,
+    )
+    .await?;
     Ok(SearchResult {
         engine: "guided".into(),
         budget_s: whole_s,
         ..confirmed
     })
+}
+
+/// What the search left of the whole budget, for confirming its finalists (or, with fewer
+/// than two, for searching on): a time budget's rest as a multiple of the search's time
+/// reference, or the trials set aside.
+struct Confirming {
+    budget: Budget,
+    /// Seconds one unit of a time budget stands for (0 for a trial budget).
+    reference: f64,
+    /// The whole budget in seconds (`None` for a trial budget).
+    whole_s: Option<f64>,
+}
+
+impl Confirming {
+    fn new(whole: Budget, confirm_trials: usize, found: &SearchResult) -> Confirming {
+        match (whole, found.budget_s) {
+            (Budget::TimeMultiple(m), Some(search_s)) => {
+                let reference = search_s / (m * (1.0 - CONFIRM_SHARE));
+                let left = m * reference - found.spent_s;
+                Confirming {
+                    budget: Budget::TimeMultiple(left.max(0.0) / reference),
+                    reference,
+                    whole_s: Some(m * reference),
+                }
+            }
+            _ => Confirming {
+                budget: Budget::Trials(confirm_trials),
+                reference: 0.0,
+                whole_s: None,
+            },
+        }
+    }
+
+    /// Takes `trials` trials that spent `spent_s` seconds off the budget.
+    fn spend(&mut self, trials: usize, spent_s: f64) {
+        self.budget = match self.budget {
+            Budget::Trials(n) => Budget::Trials(n.saturating_sub(trials)),
+            Budget::TimeMultiple(m) => {
+                Budget::TimeMultiple((m - spent_s / self.reference).max(0.0))
+            }
+        };
+    }
 }
 
 /// The subject's space narrowed to the suspects, plus the next suspects (confidence at or
@@ -332,20 +405,12 @@ async fn second_half<O: Objective>(
         wide.time_ref_s = Some(reference);
     }
     let tpe = &mut TpeSampler::new(wide.seed, subject.metric.goal);
-    let second = search(obj, subject, tpe, &wide).await?;
-    let mut trials = first.trials;
-    let offset = trials.len() - 1;
-    trials.extend(second.trials.into_iter().skip(1).map(|mut t| {
-        t.number += offset;
-        t
-    }));
+    let (first_spent_s, first_budget_s) = (first.spent_s, first.budget_s);
+    let second = search_from(obj, subject, tpe, &wide, first.trials).await?;
     Ok(SearchResult {
         engine: "guided".into(),
-        goal: subject.metric.goal,
-        best: pick_best(subject, &trials),
-        spent_s: first.spent_s + second.spent_s,
-        budget_s: whole_s.or(first.budget_s.zip(second.budget_s).map(|(a, b)| a + b)),
-        stop: second.stop,
-        trials,
+        spent_s: first_spent_s + second.spent_s,
+        budget_s: whole_s.or(first_budget_s.zip(second.budget_s).map(|(a, b)| a + b)),
+        ..second
     })
 }

@@ -62,6 +62,15 @@ impl FromStr for Budget {
 }
 
 impl Budget {
+    /// Whether it buys nothing: no trial, or a multiple of zero (what a phase of a search gets
+    /// when the phases before it spent everything).
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Budget::Trials(n) => *n == 0,
+            Budget::TimeMultiple(m) => *m <= 0.0,
+        }
+    }
+
     fn check(&self) -> Result<(), SearchError> {
         match self {
             Budget::Trials(0) => Err(SearchError::Settings(

@@ -48,11 +48,11 @@ use serde::{Deserialize, Serialize};
 
 pub use bohb::{BohbOptions, bohb, bohb_with};
 pub use budget::{Budget, SearchSettings};
-pub use confirm::{best_by_mean, confirm};
+pub use confirm::{FINALISTS, best_by_mean, confirm, finalists};
 pub use pruner::{PercentilePruner, Pruner, SuccessiveHalving, prune_at};
 pub use sampler::{RandomSampler, Sampler};
 pub use space::apply_patch;
-pub use study::{SearchResult, Stop, Study, pick_best, search};
+pub use study::{SearchResult, Stop, Study, pick_best, search, search_from};
 pub use tpe::TpeSampler;
 
 /// One instrumented training, as [`Objective::trace`] returns it.

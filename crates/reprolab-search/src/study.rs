@@ -221,6 +221,36 @@ impl<'a> Study<'a> {
         })
     }
 
+    /// A study that goes on from `prior` (an earlier search of the same faulty config, its
+    /// trial 0 first) without training anything: its trials are the model's history and the new
+    /// ones are numbered after them; only the new ones spend `settings.budget` (the time
+    /// reference is `settings.time_ref_s`, or the prior faulty trial's duration). A search in
+    /// phases uses it so that a phase neither retrains the faulty config nor forgets what the
+    /// phases before it saw.
+    pub fn resume(
+        subject: &'a Subject,
+        settings: &'a SearchSettings,
+        prior: Vec<Trial>,
+    ) -> Result<Study<'a>, SearchError> {
+        settings.check()?;
+        if subject.space.is_empty() {
+            return Err(SearchError::EmptySpace);
+        }
+        let Some(t0) = prior.first().filter(|t| t.number == 0) else {
+            return Err(SearchError::Settings(
+                "a resumed study needs the prior search's trials, the faulty config first".into(),
+            ));
+        };
+        let mut meter = Meter::new(settings.budget);
+        meter.set_reference(settings.time_ref_s.unwrap_or(t0.duration_s))?;
+        Ok(Study {
+            subject,
+            settings,
+            trials: prior,
+            meter,
+        })
+    }
+
     /// Every trial told so far; `trials()[0]` is the faulty config.
     pub fn trials(&self) -> &[Trial] {
         &self.trials
@@ -318,8 +348,38 @@ pub async fn search<O: Objective, S: Sampler>(
     sampler: &mut S,
     s: &SearchSettings,
 ) -> Result<SearchResult, SearchError> {
-    let mut study = Study::start(obj, subject, s).await?;
-    let mut stop = study.reached(&study.trials()[0]).then_some(Stop::StopAt);
+    let study = Study::start(obj, subject, s).await?;
+    run_study(obj, subject, sampler, s, study).await
+}
+
+/// [`search`] going on from `prior`, the trials of an earlier search of the same faulty config
+/// (see [`Study::resume`]): the sampler sees them as history, nothing is trained again, and a
+/// prior trial that reached `s.stop_at` ends it at once. The result holds the prior trials and
+/// the new ones; its `spent_s` and `budget_s` are the new search's.
+pub async fn search_from<O: Objective, S: Sampler>(
+    obj: &O,
+    subject: &Subject,
+    sampler: &mut S,
+    s: &SearchSettings,
+    prior: Vec<Trial>,
+) -> Result<SearchResult, SearchError> {
+    let study = Study::resume(subject, s, prior)?;
+    run_study(obj, subject, sampler, s, study).await
+}
+
+/// The study loop of [`search`] and [`search_from`].
+async fn run_study<O: Objective, S: Sampler>(
+    obj: &O,
+    subject: &Subject,
+    sampler: &mut S,
+    s: &SearchSettings,
+    mut study: Study<'_>,
+) -> Result<SearchResult, SearchError> {
+    let mut stop = study
+        .trials()
+        .iter()
+        .any(|t| study.reached(t))
+        .then_some(Stop::StopAt);
     while stop.is_none() {
         let k = study.allowance(s.parallel);
         if k == 0 {

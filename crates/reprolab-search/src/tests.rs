@@ -7,7 +7,7 @@ use crate::space::apply_patch;
 use crate::testing::*;
 use crate::{
     BohbOptions, Budget, RandomSampler, Sampler, SearchResult, SearchSettings, Stop, TpeSampler,
-    Trial, bohb_with, search,
+    Trial, bohb_with, search, search_from,
 };
 
 fn settings(budget: Budget, seed: u64) -> SearchSettings {
@@ -205,6 +205,77 @@ fn budget_in_trials_counts_the_faulty_trial_and_seeds_trials() {
     assert_eq!(calls[3].1, vec![4003]);
     let spent: f64 = r.trials.iter().map(|t| t.duration_s).sum();
     assert!((r.spent_s - spent).abs() < 1e-9);
+}
+
+#[test]
+fn a_search_goes_on_from_earlier_trials_without_training_them_again() {
+    let subject = study_subject(false);
+    let first = search_study(
+        &subject,
+        &mut RandomSampler::new(1),
+        &settings(Budget::Trials(5), 1),
+    );
+    /// A sampler that records the history it is shown.
+    struct Seen(Vec<usize>, RandomSampler);
+    impl Sampler for Seen {
+        fn ask(&mut self, space: &SearchSpace, history: &[Trial]) -> crate::Config {
+            self.0.push(history.len());
+            self.1.ask(space, history)
+        }
+        fn name(&self) -> &'static str {
+            "seen"
+        }
+    }
+    let obj = Synth::study();
+    let mut seen = Seen(Vec::new(), RandomSampler::new(2));
+    let r = block_on(search_from(
+        &obj,
+        &subject,
+        &mut seen,
+        &settings(Budget::Trials(3), 2),
+        first.trials.clone(),
+    ))
+    .unwrap();
+    // Three new trainings, none of them the faulty config again; the sampler saw the first
+    // search's five trials from its first question on.
+    assert_eq!(obj.calls.borrow().len(), 3);
+    assert_eq!(seen.0, vec![5, 6, 7]);
+    assert_eq!(r.trials[..5], first.trials[..]);
+    assert_eq!(r.trials.len(), 8);
+    for (i, t) in r.trials.iter().enumerate().skip(5) {
+        assert_eq!(t.number, i);
+        assert_eq!(t.seed, 2000 + i as u64);
+    }
+    // Its spending is its own; the best is over every trial.
+    let new_s: f64 = r.trials[5..].iter().map(|t| t.duration_s).sum();
+    assert!((r.spent_s - new_s).abs() < 1e-9);
+    assert!(best_value(&r) >= best_value(&first));
+    // A prior trial at the target ends it before anything is trained.
+    let reached = settings(Budget::Trials(3), 2);
+    let stop_at = SearchSettings {
+        stop_at: first.best.as_ref().and_then(|t| t.value),
+        ..reached
+    };
+    let obj = Synth::study();
+    let done = block_on(search_from(
+        &obj,
+        &subject,
+        &mut RandomSampler::new(2),
+        &stop_at,
+        first.trials.clone(),
+    ))
+    .unwrap();
+    assert_eq!((done.stop, done.trials.len()), (Stop::StopAt, 5));
+    assert!(obj.calls.borrow().is_empty());
+    // Without the faulty trial first there is nothing to go on from.
+    let err = block_on(search_from(
+        &obj,
+        &subject,
+        &mut RandomSampler::new(2),
+        &settings(Budget::Trials(3), 2),
+        first.trials[1..].to_vec(),
+    ));
+    assert!(err.is_err());
 }
 
 #[test]

@@ -122,14 +122,15 @@ fn suggestions_come_first_then_tpe_on_the_suspected_parameters() {
     assert_eq!(r.trials[1].config, all);
     assert_eq!(changed(&subject, &r.trials[2]), keys(&["act2"]));
     assert_eq!(changed(&subject, &r.trials[3]), keys(&["lr"]));
-    // The search gets 16 of the 20 trials, half per phase; the second phase's repeat of the
-    // faulty config is dropped and its trials are renumbered after the first's (their seeds are
-    // the second phase's own). The last 4 re-train finalists.
-    assert_eq!(r.trials.len(), 19);
+    // The search gets 16 of the 20 trials, half per phase; the second phase goes on from the
+    // first's trials (the faulty config is not trained again) with seeds of its own, numbered
+    // after them. The last 4 re-train finalists.
+    assert_eq!(r.trials.len(), 20);
     assert!(r.trials.iter().enumerate().all(|(i, t)| t.number == i));
-    assert_eq!(r.trials[8].seed, trial_seed(3 + 7919, 1));
-    assert!(r.trials[..15].iter().all(|t| t.confirms.is_none()));
-    for t in &r.trials[15..] {
+    assert_eq!(r.trials[7].seed, trial_seed(3, 7));
+    assert_eq!(r.trials[8].seed, trial_seed(3 + 7919, 8));
+    assert!(r.trials[..16].iter().all(|t| t.confirms.is_none()));
+    for t in &r.trials[16..] {
         let of = t.confirms.expect("a confirmation");
         assert_eq!(t.config, r.trials[of].config);
         assert_eq!(t.seed, trial_seed(3 + 2 * 7919, t.number));
@@ -143,9 +144,9 @@ fn suggestions_come_first_then_tpe_on_the_suspected_parameters() {
         );
     }
     assert!(r.best.as_ref().unwrap().value.unwrap() > 0.9);
-    // Every training is counted, the dropped faulty repeat included.
+    // Every training is counted, once.
     let durations: f64 = r.trials.iter().map(|t| t.duration_s).sum();
-    assert!((r.spent_s - durations - r.trials[0].duration_s).abs() < 1e-9);
+    assert!((r.spent_s - durations).abs() < 1e-9);
     // Same seed, same proposals.
     let again = run(&Synth::study(), &subject, Budget::Trials(20), 3, &suspects);
     assert_eq!(again, r);
@@ -345,4 +346,37 @@ fn a_suspected_switch_without_a_suggestion_is_flipped_first() {
     let with_suggestion = [suspect("CPP", 0.6, Some("lr: 3 -> 0.01"))];
     assert!(crate::guided::switched(&subject, &with_suggestion).is_empty());
     assert!(crate::guided::switched(&subject, &[suspect("OCH", 0.9, None)]).is_empty());
+}
+
+#[test]
+fn without_two_finalists_the_confirmation_share_goes_on_searching() {
+    // Nothing beats the faulty config: there is nothing to confirm, so the 4 trials set aside
+    // for confirmation search on (over the last phase's space, seeds of their own).
+    let obj = Synth::new(|_, _, _| Some(0.1));
+    let subject = study_subject(true);
+    let r = run(
+        &obj,
+        &subject,
+        Budget::Trials(20),
+        5,
+        &[suspect("OCH", 0.9, None)],
+    );
+    assert_eq!(r.trials.len(), 20);
+    assert!(r.trials.iter().all(|t| t.confirms.is_none()));
+    assert!(r.trials.iter().enumerate().all(|(i, t)| t.number == i));
+    assert_eq!(r.trials[16].seed, trial_seed(5 + 3 * 7919, 16));
+    assert_eq!(obj.trainings(), 20);
+    // A time budget too: the search spends the whole of it, passing it by less than a trial.
+    let obj = Synth::new(|_, _, _| Some(0.1));
+    let t = run(
+        &obj,
+        &subject,
+        Budget::TimeMultiple(10.0),
+        5,
+        &[suspect("OCH", 0.9, None)],
+    );
+    let whole = t.budget_s.unwrap();
+    assert!(t.spent_s >= whole - 1e-9, "{} of {whole}", t.spent_s);
+    let last = t.trials.last().unwrap().duration_s;
+    assert!(t.spent_s < whole + last, "{} of {whole}", t.spent_s);
 }
