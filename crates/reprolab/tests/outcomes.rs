@@ -24,33 +24,54 @@ fn outcome_of(subject: &str, behavior: &str) -> serde_json::Value {
     v["runs"][0]["outcome"].clone()
 }
 
+/// One `eval` of the fixture's `by_seed` behaviour over `runs` seeds (seed i behaves as the
+/// fixture's `BY_SEED[i]`): every outcome kind from one command and one worker pool. The exit
+/// code says that runs failed.
+fn outcomes_by_seed(subject: &str, runs: usize) -> Vec<serde_json::Value> {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config_file(tmp.path(), "c.json", json!({ "behavior": "by_seed" }));
+    let out = run(reprolab(tmp.path())
+        .args(["eval", "--json", "--no-cache", "--runs", &runs.to_string(), "--config"])
+        .arg(&cfg)
+        .arg(fixture(subject)));
+    assert_eq!(out.status.code(), Some(1), "failed runs exit 1: {out:?}");
+    json(&out)["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"].clone())
+        .collect()
+}
+
 #[test]
 fn warm_worker_records_every_outcome_kind() {
-    let cases = [
-        ("ok", "ok"),
-        ("raise", "exception"),
-        ("sleep", "timeout"),
-        ("allocate", "oom"),
-        ("nan", "nan"),
-        ("print", "output_limit"),
-        ("segfault", "crash"),
-        ("exit", "crash"),
-        ("wrong_type", "exception"),
+    // Seeds 0..9 behave as: ok, raise, sleep, allocate, nan, print, segfault, exit, wrong_type.
+    let kinds = [
+        "ok",
+        "exception",
+        "timeout",
+        "oom",
+        "nan",
+        "output_limit",
+        "crash",
+        "crash",
+        "exception",
     ];
-    for (behavior, kind) in cases {
-        let o = outcome_of("outcomes", behavior);
-        assert_eq!(o["status"], kind, "behavior {behavior}: {o}");
-        if behavior == "wrong_type" {
-            assert_eq!(o["type"], "ReprolabContractError");
-            assert!(
-                o["message"]
-                    .as_str()
-                    .unwrap()
-                    .contains("must return a dict"),
-                "{o}"
-            );
-        }
+    let outcomes = outcomes_by_seed("outcomes", kinds.len());
+    for (seed, (o, kind)) in outcomes.iter().zip(kinds).enumerate() {
+        assert_eq!(o["status"], kind, "seed {seed}: {o}");
     }
+    let wrong_type = &outcomes[8];
+    assert_eq!(wrong_type["type"], "ReprolabContractError");
+    assert!(
+        wrong_type["message"]
+            .as_str()
+            .unwrap()
+            .contains("must return a dict"),
+        "{wrong_type}"
+    );
+    // A lone successful run exits 0.
+    assert_eq!(outcome_of("outcomes", "ok")["status"], "ok");
 }
 
 #[test]
@@ -68,16 +89,20 @@ fn exception_carries_type_message_and_traceback() {
 
 #[test]
 fn plain_scripts_get_the_same_outcomes() {
-    for (behavior, kind) in [
-        ("ok", "ok"),
-        ("raise", "exception"),
-        ("sleep", "timeout"),
-        ("allocate", "oom"),
-        ("print", "output_limit"),
-        ("exit", "crash"),
-    ] {
-        let o = outcome_of("outcomes-script", behavior);
-        assert_eq!(o["status"], kind, "behavior {behavior}: {o}");
+    // The fixture run as a plain script through its command template, seeds 0..8 as above.
+    let kinds = [
+        "ok",
+        "exception",
+        "timeout",
+        "oom",
+        "nan",
+        "output_limit",
+        "crash",
+        "crash",
+    ];
+    let outcomes = outcomes_by_seed("outcomes-script", kinds.len());
+    for (seed, (o, kind)) in outcomes.iter().zip(kinds).enumerate() {
+        assert_eq!(o["status"], kind, "seed {seed}: {o}");
     }
 }
 

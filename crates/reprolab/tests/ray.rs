@@ -32,15 +32,20 @@ static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
 static TURN: Mutex<()> = Mutex::new(());
 
 /// The shared cluster, or why there is none (then the test prints it and passes).
-fn cluster() -> Option<(&'static Cluster, MutexGuard<'static, ()>)> {
-    let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+fn cluster() -> Option<&'static Cluster> {
     match CLUSTER.get_or_init(start_cluster) {
-        Ok(c) => Some((c, turn)),
+        Ok(c) => Some(c),
         Err(why) => {
             eprintln!("SKIPPED: {why}");
             None
         }
     }
+}
+
+/// The cluster to oneself: tests take turns on it (some kill its slots or count its raylets),
+/// while their local halves, which need no turn, run beside another test's turn.
+fn turn() -> MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The managed environment's `ray` command (installing Ray on first use), or why not.
@@ -214,7 +219,7 @@ fn outcomes(v: &Value) -> Vec<Value> {
 
 #[test]
 fn eval_on_a_two_node_cluster_matches_the_local_backend_and_its_cache_keys() {
-    let Some((cluster, _turn)) = cluster() else {
+    let Some(cluster) = cluster() else {
         return;
     };
     let local_dir = tempfile::tempdir().unwrap();
@@ -223,6 +228,7 @@ fn eval_on_a_two_node_cluster_matches_the_local_backend_and_its_cache_keys() {
     let local = run(reprolab(local_dir.path())
         .args(args)
         .arg(subject("digits-mlp")));
+    let _turn = turn();
     let on_cluster = run(on_ray(ray_dir.path(), cluster)
         .args(args)
         .arg(subject("digits-mlp")));
@@ -255,7 +261,7 @@ fn eval_on_a_two_node_cluster_matches_the_local_backend_and_its_cache_keys() {
 
 #[test]
 fn every_outcome_kind_is_recorded_on_ray_as_locally() {
-    let Some((cluster, _turn)) = cluster() else {
+    let Some(cluster) = cluster() else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -269,7 +275,9 @@ fn every_outcome_kind_is_recorded_on_ray_as_locally() {
     args(&mut local);
     let mut remote = on_ray(tmp.path(), cluster);
     args(&mut remote);
-    let (l, r) = (json(&run(&mut local)), json(&run(&mut remote)));
+    let l = json(&run(&mut local));
+    let _turn = turn();
+    let r = json(&run(&mut remote));
     let kinds = |v: &Value| -> Vec<String> {
         outcomes(v)
             .iter()
@@ -308,7 +316,7 @@ fn every_outcome_kind_is_recorded_on_ray_as_locally() {
 
 #[test]
 fn a_command_template_subject_runs_on_ray_with_the_same_outcomes() {
-    let Some((cluster, _turn)) = cluster() else {
+    let Some(cluster) = cluster() else {
         return;
     };
     // The outcomes fixture as a plain script run through its command template, in a directory
@@ -342,7 +350,9 @@ fn a_command_template_subject_runs_on_ray_with_the_same_outcomes() {
             .map(|o| o["status"].as_str().unwrap().to_string())
             .collect()
     };
-    let (l, r) = (json(&run(&mut local)), json(&run(&mut remote)));
+    let l = json(&run(&mut local));
+    let _turn = turn();
+    let r = json(&run(&mut remote));
     assert_eq!(
         kinds(&r),
         [
@@ -362,7 +372,7 @@ fn a_command_template_subject_runs_on_ray_with_the_same_outcomes() {
 
 #[test]
 fn repair_searches_the_same_trials_on_ray_as_locally() {
-    let Some((cluster, _turn)) = cluster() else {
+    let Some(cluster) = cluster() else {
         return;
     };
     let d7 = repo().join("benchmarks/faults/real/D7");
@@ -372,6 +382,7 @@ fn repair_searches_the_same_trials_on_ray_as_locally() {
     let local_dir = tempfile::tempdir().unwrap();
     let ray_dir = tempfile::tempdir().unwrap();
     let local = json(&run(reprolab(local_dir.path()).args(args).arg(&d7)));
+    let _turn = turn();
     let remote = json(&run(on_ray(ray_dir.path(), cluster).args(args).arg(&d7)));
     // The same trials, values and validation; only durations differ.
     for part in ["search", "validation"] {
@@ -385,7 +396,7 @@ fn repair_searches_the_same_trials_on_ray_as_locally() {
 
 #[test]
 fn pruned_trials_end_the_same_on_ray_as_locally() {
-    let Some((cluster, _turn)) = cluster() else {
+    let Some(cluster) = cluster() else {
         return;
     };
     // The thresholds travel with each request and the slot runs the same worker: the same
@@ -398,6 +409,7 @@ fn pruned_trials_end_the_same_on_ray_as_locally() {
     let local_dir = tempfile::tempdir().unwrap();
     let ray_dir = tempfile::tempdir().unwrap();
     let local = json(&run(reprolab(local_dir.path()).args(args).arg(&d7)));
+    let _turn = turn();
     let remote = json(&run(on_ray(ray_dir.path(), cluster).args(args).arg(&d7)));
     let pruned = |v: &Value| {
         v["run"]["search"]["trials"]
@@ -417,9 +429,10 @@ fn pruned_trials_end_the_same_on_ray_as_locally() {
 
 #[test]
 fn bench_repair_runs_cells_concurrently_on_ray_and_writes_its_report() {
-    let Some((cluster, _turn)) = cluster() else {
+    let Some(cluster) = cluster() else {
         return;
     };
+    let _turn = turn();
     let tmp = tempfile::tempdir().unwrap();
     let out_dir = tmp.path().join("bench");
     let out = run(on_ray(tmp.path(), cluster)
@@ -450,7 +463,7 @@ fn bench_repair_runs_cells_concurrently_on_ray_and_writes_its_report() {
 
 #[test]
 fn reproduce_judges_scripts_on_ray_as_locally() {
-    let Some((cluster, _turn)) = cluster() else {
+    let Some(cluster) = cluster() else {
         return;
     };
     // Bundled bugs of each kind of symptom (error, Keras error, silent NaN): the verdict rows
@@ -468,6 +481,7 @@ fn reproduce_judges_scripts_on_ray_as_locally() {
         without_durations(&json(&out))
     };
     let local = bench(reprolab(local_dir.path()), local_dir.path());
+    let _turn = turn();
     let remote = bench(on_ray(ray_dir.path(), cluster), ray_dir.path());
     assert_eq!(local.as_array().unwrap().len(), 3);
     assert_eq!(local, remote);
@@ -528,7 +542,7 @@ fn reproduce_judges_scripts_on_ray_as_locally() {
 
 #[test]
 fn paper_probes_and_smoke_runs_run_on_ray_nodes_with_the_local_verdicts() {
-    let Some((cluster, _turn)) = cluster() else {
+    let Some(cluster) = cluster() else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -571,6 +585,7 @@ fn paper_probes_and_smoke_runs_run_on_ray_nodes_with_the_local_verdicts() {
         (outcomes, evidence)
     };
     let (local, local_evidence) = verify(reprolab(dir));
+    let _turn = turn();
     let (remote, remote_evidence) = verify(on_ray(dir, cluster));
     assert_eq!(local, vec![json!("pass"), json!("fail")]);
     assert_eq!(local, remote);
@@ -618,9 +633,10 @@ fn paper_probes_and_smoke_runs_run_on_ray_nodes_with_the_local_verdicts() {
 /// drives the executor itself.)
 #[test]
 fn a_dropped_evaluation_is_ended_on_its_slot_which_goes_on() {
-    let Some((cluster, _turn)) = cluster() else {
+    let Some(cluster) = cluster() else {
         return;
     };
+    let _turn = turn();
     tokio::runtime::Runtime::new()
         .unwrap()
         .block_on(cancel_on_a_slot(&cluster.address));
@@ -693,9 +709,10 @@ async fn cancel_on_a_slot(address: &str) {
 
 #[test]
 fn a_cluster_with_token_auth_admits_its_token_which_subject_code_never_sees() {
-    let Some((_shared, _turn)) = cluster() else {
+    if cluster().is_none() {
         return;
-    };
+    }
+    let _turn = turn();
     let ray = ray_command().unwrap();
     let dir = tempfile::Builder::new().prefix("rt").tempdir().unwrap();
     let token = format!(
@@ -740,7 +757,7 @@ fn a_cluster_with_token_auth_admits_its_token_which_subject_code_never_sees() {
 
 #[test]
 fn codegen_run_judges_every_kind_of_answer_on_ray_as_locally() {
-    let Some((cluster, _turn)) = cluster() else {
+    let Some(cluster) = cluster() else {
         return;
     };
     // The codegen fixture: passing, failing, crashing, looping, forking, memory-hungry and
@@ -788,6 +805,7 @@ fn codegen_run_judges_every_kind_of_answer_on_ray_as_locally() {
     std::fs::create_dir_all(&local_dir).unwrap();
     std::fs::create_dir_all(&ray_dir).unwrap();
     let (local, _) = codegen(reprolab(&local_dir), "local");
+    let _turn = turn();
     let (remote, summary) = codegen(on_ray(&ray_dir, cluster), "ray");
     assert_eq!(local.len(), 18);
     assert!(
@@ -853,9 +871,10 @@ fn raylets() -> usize {
 
 #[test]
 fn a_slot_killed_mid_training_is_restarted_and_its_evaluation_retried() {
-    let Some((cluster, _turn)) = cluster() else {
+    let Some(cluster) = cluster() else {
         return;
     };
+    let _turn = turn();
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config_file(tmp.path(), "slow.json", json!({"behavior": "slow"}));
     let child = on_ray(tmp.path(), cluster)
@@ -889,9 +908,10 @@ fn a_slot_killed_mid_training_is_restarted_and_its_evaluation_retried() {
 
 #[test]
 fn a_killed_reprolab_resumes_on_ray_without_retraining() {
-    let Some((cluster, _turn)) = cluster() else {
+    let Some(cluster) = cluster() else {
         return;
     };
+    let _turn = turn();
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("store.db");
     let cfg = config_file(tmp.path(), "slow.json", json!({"behavior": "slow"}));
@@ -926,9 +946,10 @@ fn a_killed_reprolab_resumes_on_ray_without_retraining() {
 
 #[test]
 fn without_an_address_a_local_head_lives_as_long_as_the_command() {
-    let Some((_cluster, _turn)) = cluster() else {
+    if cluster().is_none() {
         return;
-    };
+    }
+    let _turn = turn();
     let before = raylets();
     let tmp = tempfile::tempdir().unwrap();
     let out = run(reprolab(tmp.path())
@@ -955,9 +976,10 @@ fn without_an_address_a_local_head_lives_as_long_as_the_command() {
 
 #[test]
 fn a_lost_cluster_turns_running_evaluations_into_infra_outcomes_and_keeps_finished_ones() {
-    let Some((_cluster, _turn)) = cluster() else {
+    if cluster().is_none() {
         return;
-    };
+    }
+    let _turn = turn();
     let raylets_before = raylets();
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config_file(tmp.path(), "slow.json", json!({"behavior": "slow"}));
@@ -1026,9 +1048,10 @@ fn a_lost_cluster_turns_running_evaluations_into_infra_outcomes_and_keeps_finish
 
 #[test]
 fn an_unreachable_cluster_is_an_infrastructure_error_that_names_it() {
-    let Some((_cluster, _turn)) = cluster() else {
+    if cluster().is_none() {
         return;
-    };
+    }
+    let _turn = turn();
     let tmp = tempfile::tempdir().unwrap();
     let address = format!("127.0.0.1:{}", free_port());
     let out = run(reprolab(tmp.path())
@@ -1060,7 +1083,7 @@ fn a_keras_tensorflow_subject_trains_on_ray_as_locally() {
         eprintln!("SKIPPED a_keras_tensorflow_subject_trains_on_ray_as_locally: {reason}");
         return;
     }
-    let Some((cluster, _turn)) = cluster() else {
+    let Some(cluster) = cluster() else {
         return;
     };
     let name = "digits-mlp-keras-tf";
@@ -1074,6 +1097,7 @@ fn a_keras_tensorflow_subject_trains_on_ray_as_locally() {
         .args(args)
         .arg(&cfg)
         .arg(subject(name))));
+    let _turn = turn();
     let on_cluster = json(&run(on_ray(&ray_dir, cluster)
         .args(args)
         .arg(&cfg)
