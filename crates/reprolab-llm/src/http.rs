@@ -206,7 +206,7 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 
 /// `Retry-After` as delay-seconds (integer or decimal). HTTP dates are ignored (the caller then
 /// uses its own backoff).
-pub(crate) fn parse_retry_after(v: &str) -> Option<Duration> {
+pub fn parse_retry_after(v: &str) -> Option<Duration> {
     let secs: f64 = v.trim().parse().ok()?;
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(3600.0)))
 }

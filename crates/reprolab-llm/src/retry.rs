@@ -42,7 +42,13 @@ impl RetryPolicy {
     /// `Retry-After` when it gave one, else `base * 2^(attempt-1)` capped at `max_delay`, with
     /// "equal jitter" (uniform in [d/2, d]) so that parallel callers do not retry in lockstep.
     pub fn delay(&self, attempt: u32, err: &LlmError, jitter: f64) -> Duration {
-        if let Some(ra) = err.retry_after() {
+        self.backoff(attempt, err.retry_after(), jitter)
+    }
+
+    /// [`RetryPolicy::delay`] for any client: `retry_after` is what the server asked for (a
+    /// `Retry-After` read with [`parse_retry_after`](crate::parse_retry_after)), if anything.
+    pub fn backoff(&self, attempt: u32, retry_after: Option<Duration>, jitter: f64) -> Duration {
+        if let Some(ra) = retry_after {
             return ra.min(MAX_RETRY_AFTER);
         }
         let exp = self

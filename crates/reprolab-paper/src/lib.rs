@@ -3,7 +3,8 @@
 //! - [`document`]: a paper read from Markdown, text or a PDF's text layer (title, authors,
 //!   sections, parsed references).
 //! - [`lineage`]: a paper's references resolved in a local corpus of papers and their code,
-//!   ranked by relevance to the paper's method.
+//!   ranked by relevance to the paper's method; [`online`]: the references it lacks looked up
+//!   on arXiv and GitHub (only when asked), through an on-disk cache.
 //! - [`benchmark`]: the bundled papers (benchmarks/papers): gold fingerprint, rubric, reference
 //!   and mutated implementations, known violations.
 //! - [`fingerprint`]: a paper's criteria (fact, scope, category, source sentence, checks),
@@ -33,6 +34,7 @@ pub mod fingerprint;
 pub mod implement;
 pub mod judge;
 pub mod lineage;
+pub mod online;
 pub mod rubric;
 pub mod verify;
 

@@ -1,7 +1,9 @@
 //! A paper's lineage: its references resolved against a local corpus of papers (and their
 //! code), the resolved ones ranked by how relevant they are to the paper's method; after
-//! AutoReproduce, whose top references' code becomes context for the implementation. Offline:
-//! only the corpus is searched.
+//! AutoReproduce, whose top references' code becomes context for the implementation. Offline
+//! ([`resolve`]): only the corpus is searched; [`resolve_online`] also looks the references the
+//! corpus lacks up on arXiv and GitHub ([`crate::online`]), or in the cache of an earlier such
+//! run.
 //!
 //! A reference names a corpus entry when their titles agree: the token Jaccard of the
 //! normalised titles (lowercase, punctuation dropped) is at least [`TITLE_MATCH`] (one word
@@ -24,6 +26,7 @@ use bm25::{EmbedderBuilder, Scorer, Tokenizer};
 use serde::Serialize;
 
 use crate::document::{Paper, Reference, is_paper_file, normalize};
+use crate::online::{Lookup, OnlineReport, PaperOutcome};
 
 /// Title token Jaccard from which a reference names an entry on its own.
 pub const TITLE_MATCH: f64 = 0.8;
@@ -205,6 +208,11 @@ fn collect_code(
     Ok(())
 }
 
+/// Whether a file of this name is code (as an entry's files are listed).
+pub(crate) fn is_code_name(name: &str) -> bool {
+    is_code(Path::new(name))
+}
+
 fn is_code(path: &Path) -> bool {
     let ext = path
         .extension()
@@ -244,7 +252,7 @@ pub struct Match {
     pub authors_in_common: Vec<String>,
 }
 
-fn title_words(s: &str) -> BTreeSet<String> {
+pub(crate) fn title_words(s: &str) -> BTreeSet<String> {
     normalize(s).split(' ').map(str::to_string).collect()
 }
 
@@ -369,6 +377,35 @@ pub struct Resolved {
     pub authors_in_common: Vec<String>,
     /// The paper's references that name this entry (usually one).
     pub cited_as: Vec<String>,
+    /// Where the reference was resolved: `corpus` or `arxiv`.
+    pub resolved_in: Source,
+    /// The paper's page (its arXiv abstract); none for a corpus entry.
+    pub url: Option<String>,
+    /// Where its code comes from: `corpus`, `github`, or none without code.
+    pub code_from: Option<Source>,
+    /// The code's repository (GitHub).
+    pub code_url: Option<String>,
+    /// Why a paper found online has no code (nothing found, or the look-up failed).
+    pub code_note: Option<String>,
+}
+
+/// Where a paper or its code was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    Corpus,
+    Arxiv,
+    Github,
+}
+
+impl Source {
+    pub fn label(self) -> &'static str {
+        match self {
+            Source::Corpus => "corpus",
+            Source::Arxiv => "arXiv",
+            Source::Github => "GitHub",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -384,7 +421,8 @@ pub struct Unresolved {
 pub struct Lineage {
     pub paper: PathBuf,
     pub title: String,
-    pub corpus: PathBuf,
+    /// The local corpus (none when only the network was searched).
+    pub corpus: Option<PathBuf>,
     /// What the entries were ranked against.
     pub query: String,
     pub top: usize,
@@ -397,22 +435,164 @@ pub struct Lineage {
     pub excluded_self: Option<String>,
     /// Corpus entries that could not be read.
     pub skipped: Vec<Skipped>,
+    /// The look-ups on arXiv and GitHub (or in their cache), when there were any.
+    pub online: Option<OnlineReport>,
 }
 
 /// Resolve `paper`'s references in `corpus` and rank the resolved ones; keep `top`.
 pub fn resolve(paper: &Paper, corpus: &Corpus, top: usize) -> Lineage {
+    let pass = corpus_pass(paper, Some(corpus));
+    let unresolved = pass
+        .unresolved
+        .iter()
+        .map(|r| Unresolved {
+            reference: r.clone(),
+            reason: NOT_IN_CORPUS.into(),
+            generic: generic_kind(r),
+        })
+        .collect();
+    finish(paper, Some(corpus), top, pass, unresolved, None)
+}
+
+const NOT_IN_CORPUS: &str = "not in the corpus";
+
+/// [`resolve`], then the references the corpus lacks (all of them without a corpus) looked up
+/// with `lookup`: on arXiv, then their code on GitHub (see [`crate::online`]). Generic
+/// references and those without a parsed title are not looked up; nor any beyond the lookup's
+/// cap. A failure is that reference's reason, the others go on. With a cache-only lookup, a
+/// reference whose answer is not cached keeps the offline reason.
+pub async fn resolve_online(
+    paper: &Paper,
+    corpus: Option<&Corpus>,
+    top: usize,
+    lookup: &mut Lookup,
+) -> Lineage {
+    let mut pass = corpus_pass(paper, corpus);
+    let online = lookup.is_online();
+    let reason = |online_part: Option<String>| {
+        let mut parts: Vec<String> = Vec::new();
+        if corpus.is_some() {
+            parts.push(NOT_IN_CORPUS.into());
+        }
+        parts.extend(online_part);
+        if parts.is_empty() {
+            "not looked up".into()
+        } else {
+            parts.join("; ")
+        }
+    };
+    let when_online = |s: String| online.then_some(s);
+    let mut unresolved = Vec::new();
+    for reference in std::mem::take(&mut pass.unresolved) {
+        let generic = generic_kind(&reference);
+        let skip = if generic.is_some() {
+            Some("not looked up online: a tool, not method lineage".to_string())
+        } else if reference.title.is_none() {
+            Some("not looked up online: its title could not be parsed".into())
+        } else if !lookup.can_look_up() {
+            Some(format!(
+                "not looked up online: the cap of {} look-ups per paper is reached",
+                lookup.settings.max_lookups
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = skip {
+            unresolved.push(Unresolved {
+                reason: reason(when_online(why)),
+                reference,
+                generic,
+            });
+            continue;
+        }
+        let (found, m) = match lookup.find_paper(&reference, paper).await {
+            PaperOutcome::Found(found, m) => (found, m),
+            PaperOutcome::NotFound(why) | PaperOutcome::Failed(why) => {
+                unresolved.push(Unresolved {
+                    reason: reason(Some(why)),
+                    reference,
+                    generic,
+                });
+                continue;
+            }
+            PaperOutcome::NotCached => {
+                unresolved.push(Unresolved {
+                    reason: reason(None),
+                    reference,
+                    generic,
+                });
+                continue;
+            }
+        };
+        let id = format!("arxiv:{}", found.entry.id);
+        if let Some(f) = pass.found.iter_mut().find(|f| f.id == id) {
+            f.cited_as.push(reference.raw.clone());
+            continue;
+        }
+        let (code_files, code_from, code_url, code_note) = match lookup.find_code(&found).await {
+            Ok(code) if !code.files.is_empty() => {
+                (code.files, Some(Source::Github), Some(code.repo_url), None)
+            }
+            Ok(code) => (
+                Vec::new(),
+                None,
+                Some(code.repo_url),
+                Some(format!("no code file fetched ({})", code.why)),
+            ),
+            Err(why) => (Vec::new(), None, None, Some(why)),
+        };
+        pass.found.push(Found {
+            id,
+            code_root: Some(found.dir.clone()),
+            code_files,
+            m,
+            cited_as: vec![reference.raw.clone()],
+            resolved_in: Source::Arxiv,
+            url: Some(found.entry.abs_url.clone()),
+            code_from,
+            code_url,
+            code_note,
+            paper: found.paper,
+        });
+    }
+    let report = lookup.report();
+    finish(paper, corpus, top, pass, unresolved, Some(report))
+}
+
+/// A resolved reference before ranking.
+struct Found {
+    id: String,
+    paper: Paper,
+    code_root: Option<PathBuf>,
+    code_files: Vec<String>,
+    m: Match,
+    cited_as: Vec<String>,
+    resolved_in: Source,
+    url: Option<String>,
+    code_from: Option<Source>,
+    code_url: Option<String>,
+    code_note: Option<String>,
+}
+
+/// The references resolved in the corpus, and those it lacks.
+struct CorpusPass<'a> {
+    /// The corpus entries a reference may name (the paper itself left out).
+    candidates: Vec<&'a Entry>,
+    found: Vec<Found>,
+    unresolved: Vec<Reference>,
+    excluded_self: Option<String>,
+}
+
+fn corpus_pass<'a>(paper: &Paper, corpus: Option<&'a Corpus>) -> CorpusPass<'a> {
     let is_self = |e: &Entry| {
         same_file(&e.paper.path, &paper.path)
             || jaccard(&title_words(&e.paper.title), &title_words(&paper.title)) >= TITLE_MATCH
     };
-    let excluded_self = corpus
-        .entries
-        .iter()
-        .find(|e| is_self(e))
-        .map(|e| e.id.clone());
-    let candidates: Vec<&Entry> = corpus.entries.iter().filter(|e| !is_self(e)).collect();
+    let entries: &[Entry] = corpus.map_or(&[], |c| &c.entries);
+    let excluded_self = entries.iter().find(|e| is_self(e)).map(|e| e.id.clone());
+    let candidates: Vec<&Entry> = entries.iter().filter(|e| !is_self(e)).collect();
 
-    let mut found: Vec<(&Entry, Match, Vec<String>)> = Vec::new();
+    let mut found: Vec<Found> = Vec::new();
     let mut unresolved = Vec::new();
     for reference in &paper.references {
         let best = candidates
@@ -420,39 +600,82 @@ pub fn resolve(paper: &Paper, corpus: &Corpus, top: usize) -> Lineage {
             .filter_map(|e| match_reference(reference, &e.paper).map(|m| (*e, m)))
             .max_by(|a, b| a.1.similarity.total_cmp(&b.1.similarity));
         let Some((entry, m)) = best else {
-            unresolved.push(Unresolved {
-                reference: reference.clone(),
-                reason: "not in the corpus".into(),
-                generic: generic_kind(reference),
-            });
+            unresolved.push(reference.clone());
             continue;
         };
         // A second reference to the same entry joins the first.
-        match found.iter_mut().find(|(e, _, _)| e.id == entry.id) {
-            Some((_, _, cited)) => cited.push(reference.raw.clone()),
-            None => found.push((entry, m, vec![reference.raw.clone()])),
+        match found.iter_mut().find(|f| f.id == entry.id) {
+            Some(f) => f.cited_as.push(reference.raw.clone()),
+            None => found.push(Found {
+                id: entry.id.clone(),
+                paper: entry.paper.clone(),
+                code_root: entry.code_root.clone(),
+                code_files: entry.code_files.clone(),
+                m,
+                cited_as: vec![reference.raw.clone()],
+                resolved_in: Source::Corpus,
+                url: None,
+                code_from: (!entry.code_files.is_empty()).then_some(Source::Corpus),
+                code_url: None,
+                code_note: None,
+            }),
         }
     }
+    CorpusPass {
+        candidates,
+        found,
+        unresolved,
+        excluded_self,
+    }
+}
 
+/// Rank what was found against the paper's method and keep `top`.
+fn finish(
+    paper: &Paper,
+    corpus: Option<&Corpus>,
+    top: usize,
+    pass: CorpusPass,
+    unresolved: Vec<Unresolved>,
+    online: Option<OnlineReport>,
+) -> Lineage {
     let (query, query_label) = ranking_query(paper);
-    let scores = bm25_scores(&candidates, &found, &query);
-    let mut ranked: Vec<Resolved> = found
+    // Term rarity is judged over every candidate of the corpus and every paper found online.
+    let background: Vec<&str> = pass
+        .candidates
+        .iter()
+        .map(|e| e.paper.text.as_str())
+        .chain(
+            pass.found
+                .iter()
+                .filter(|f| f.resolved_in != Source::Corpus)
+                .map(|f| f.paper.text.as_str()),
+        )
+        .collect();
+    let texts: Vec<&str> = pass.found.iter().map(|f| f.paper.text.as_str()).collect();
+    let scores = bm25_scores(&background, &texts, &query);
+    let mut ranked: Vec<Resolved> = pass
+        .found
         .into_iter()
         .zip(scores)
-        .map(|((entry, m, cited_as), score)| Resolved {
+        .map(|(f, score)| Resolved {
             rank: 0,
             score,
-            entry: entry.id.clone(),
-            paper_file: entry.paper.path.clone(),
-            title: entry.paper.title.clone(),
-            authors: entry.paper.authors.clone(),
-            year: entry.paper.year,
-            code_root: entry.code_root.clone(),
-            code_files: entry.code_files.clone(),
-            matched_by: m.matched_by,
-            similarity: m.similarity,
-            authors_in_common: m.authors_in_common,
-            cited_as,
+            entry: f.id,
+            paper_file: f.paper.path,
+            title: f.paper.title,
+            authors: f.paper.authors,
+            year: f.paper.year,
+            code_root: f.code_root,
+            code_files: f.code_files,
+            matched_by: f.m.matched_by,
+            similarity: f.m.similarity,
+            authors_in_common: f.m.authors_in_common,
+            cited_as: f.cited_as,
+            resolved_in: f.resolved_in,
+            url: f.url,
+            code_from: f.code_from,
+            code_url: f.code_url,
+            code_note: f.code_note,
         })
         .collect();
     // Stable: equal scores keep the reference list's order.
@@ -464,14 +687,15 @@ pub fn resolve(paper: &Paper, corpus: &Corpus, top: usize) -> Lineage {
     Lineage {
         paper: paper.path.clone(),
         title: paper.title.clone(),
-        corpus: corpus.dir.clone(),
+        corpus: corpus.map(|c| c.dir.clone()),
         query: query_label,
         top,
         resolved: ranked,
         below_top,
         unresolved,
-        excluded_self,
-        skipped: corpus.skipped.clone(),
+        excluded_self: pass.excluded_self,
+        skipped: corpus.map(|c| c.skipped.clone()).unwrap_or_default(),
+        online,
     }
 }
 
@@ -504,28 +728,23 @@ fn ranking_query(paper: &Paper) -> (String, String) {
     )
 }
 
-/// BM25 of each found entry's text against `query`, with term statistics from every candidate
-/// of the corpus (not only the found ones: rarity is judged over the corpus).
-fn bm25_scores(
-    candidates: &[&Entry],
-    found: &[(&Entry, Match, Vec<String>)],
-    query: &str,
-) -> Vec<f64> {
-    if found.is_empty() {
+/// BM25 of each of `texts` against `query`, with term statistics from `background` (not only
+/// the found ones: rarity is judged over the corpus).
+fn bm25_scores(background: &[&str], texts: &[&str], query: &str) -> Vec<f64> {
+    if texts.is_empty() {
         return Vec::new();
     }
-    let texts: Vec<&str> = candidates.iter().map(|e| e.paper.text.as_str()).collect();
     let embedder = EmbedderBuilder::<u32, WordTokenizer>::with_tokenizer_and_fit_to_corpus(
         WordTokenizer,
-        &texts,
+        background,
     )
     .build();
     let mut scorer = Scorer::<usize>::new();
-    for (i, (entry, _, _)) in found.iter().enumerate() {
-        scorer.upsert(&i, embedder.embed(&entry.paper.text));
+    for (i, text) in texts.iter().enumerate() {
+        scorer.upsert(&i, embedder.embed(text));
     }
     let query = embedder.embed(query);
-    (0..found.len())
+    (0..texts.len())
         .map(|i| f64::from(scorer.score(&i, &query).unwrap_or(0.0)))
         .collect()
 }

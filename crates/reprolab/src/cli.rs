@@ -277,7 +277,7 @@ the same command again to resume. Exit 0 when the last round passed.",
     )]
     Implement(PaperImplementArgs),
     /// The references of a paper resolved in a local corpus of papers (and their code), ranked
-    /// by relevance to the paper's method. Offline: only the corpus is searched.
+    /// by relevance to the paper's method. Offline unless --online (arXiv, GitHub).
     #[command(
         long_about = "The references of PAPER (Markdown, text, or a PDF with a text layer) resolved \
 in a local corpus of papers, ranked by how relevant each is to the paper's method; the top ones' \
@@ -295,7 +295,9 @@ that is PAPER itself is left out. The resolved entries are ranked by BM25 of the
 PAPER's Method or Approach section (the whole paper when it has none); the --top most relevant \
 are listed first. References not in the corpus are listed too, those that name a tool (an \
 optimizer, a dataset, a library) marked generic.\n\n\
-Offline: only the corpus is searched; nothing is looked up on arXiv or GitHub.",
+Offline: only the corpus is searched, and the cache of earlier --online runs. With --online, \
+the references the corpus lacks (or all, without --corpus) are looked up on arXiv and their code \
+on GitHub, everything fetched kept in --lineage-cache (see docs/paper.md).",
         after_help = "Example:\n  reprolab paper lineage papers/blended-pairs/paper.md --corpus papers/ --top 5 --json"
     )]
     Lineage(PaperLineageArgs),
@@ -324,6 +326,8 @@ pub struct PaperImplementArgs {
     /// How many resolved references' code to show (AutoReproduce: 5).
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub lineage_top: usize,
+    #[command(flatten)]
+    pub online: crate::commands::paper::OnlineArgs,
     /// Most tokens of one answer.
     #[arg(long, default_value_t = 4096, value_name = "N")]
     pub max_tokens: u32,
@@ -426,12 +430,14 @@ pub struct PaperLineageArgs {
     /// The paper: .md, .markdown, .txt or .pdf (with a text layer).
     pub paper: PathBuf,
     /// The local corpus: a directory of papers (sub-directories with paper.md/.txt/.pdf and
-    /// their code, or lone paper files).
-    #[arg(long, value_name = "DIR")]
-    pub corpus: PathBuf,
+    /// their code, or lone paper files). Needed unless --online.
+    #[arg(long, value_name = "DIR", required_unless_present = "online")]
+    pub corpus: Option<PathBuf>,
     /// How many of the most relevant resolved references to list first.
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub top: usize,
+    #[command(flatten)]
+    pub online: crate::commands::paper::OnlineArgs,
 }
 
 /// How reproduction scripts are run (shared by `reproduce` and `reproduce verify`).

@@ -81,7 +81,7 @@ fn main() -> ExitCode {
             Command::Paper(cli::PaperCommand::Fingerprint(a)) => {
                 commands::paper::fingerprint(g, a).await
             }
-            Command::Paper(cli::PaperCommand::Lineage(a)) => commands::paper::lineage(g, a),
+            Command::Paper(cli::PaperCommand::Lineage(a)) => commands::paper::lineage(g, a).await,
         }
     });
     match result {

@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use reprolab_llm::fake::{FakeReply, FakeServer, Flavor};
+use reprolab_paper::online::fake::{FakeAnswer, FakeWeb};
 use serde_json::json;
 
 /// `reprolab paper grade . --rubric R --scores S EXTRA` in `dir`.
@@ -593,6 +594,245 @@ fn lineage_input_errors_exit_2_and_name_the_path() {
     let out = lineage(tmp.path(), &scan, &corpus, &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("scan.pdf: cannot read the PDF"));
+}
+
+/// The fake arXiv and GitHub of `paper lineage --online`: the fixture paper's reference the
+/// corpus lacks (Yilmaz 2022) is on arXiv, and its code on GitHub (found by the search).
+fn lineage_web() -> FakeWeb {
+    let web = FakeWeb::start();
+    web.route(
+        "/api/query",
+        &["ti:\"curriculum ordering for noisy annotations\""],
+        FakeAnswer::atom(
+            r#"<?xml version="1.0" encoding="UTF-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom" xmlns:arxiv="http://arxiv.org/schemas/atom">
+  <title type="html">ArXiv Query: search_query=ti:"curriculum ordering for noisy annotations"</title>
+  <entry>
+    <id>http://arxiv.org/abs/2203.01234v2</id>
+    <published>2022-03-02T18:00:00Z</published>
+    <title>Curriculum Ordering for Noisy
+      Annotations</title>
+    <summary>We order training examples by the agreement of their annotations, and interpolate
+pairs of examples early in training.</summary>
+    <author><name>Tuba Yilmaz</name></author>
+    <link href="http://arxiv.org/abs/2203.01234v2" rel="alternate" type="text/html"/>
+  </entry>
+</feed>"#,
+        ),
+    );
+    web.route(
+        "/search/repositories",
+        &["q=curriculum ordering for noisy annotations"],
+        FakeAnswer::json(
+            r#"{"total_count": 1, "incomplete_results": false, "items": [{"full_name": "tyilmaz/curriculum-ordering",
+            "html_url": "https://github.com/tyilmaz/curriculum-ordering", "name": "curriculum-ordering",
+            "description": "Code of Curriculum Ordering for Noisy Annotations (2022)"}]}"#,
+        ),
+    );
+    web.route(
+        "/repos/tyilmaz/curriculum-ordering/contents",
+        &[],
+        FakeAnswer::json(
+            json!([
+                {"name": "README.md", "type": "file", "size": 30,
+                 "download_url": format!("{}/raw/README.md", web.url())},
+                {"name": "curriculum.py", "type": "file", "size": 40,
+                 "download_url": format!("{}/raw/curriculum.py", web.url())},
+                {"name": "data", "type": "dir", "size": 0, "download_url": null}
+            ])
+            .to_string(),
+        ),
+    );
+    web.route(
+        "/raw/README.md",
+        &[],
+        FakeAnswer::text("# Curriculum ordering\n"),
+    );
+    web.route(
+        "/raw/curriculum.py",
+        &[],
+        FakeAnswer::text("def order(examples): return sorted(examples)\n"),
+    );
+    web
+}
+
+/// `paper lineage PAPER --corpus CORPUS --json EXTRA` with arXiv and GitHub at `web` (arXiv's
+/// delay off, a GitHub token set).
+fn lineage_at(dir: &std::path::Path, web: &str, extra: &[&str]) -> std::process::Output {
+    let (paper, corpus) = corpus();
+    run(reprolab(dir)
+        .args(["paper", "lineage"])
+        .arg(&paper)
+        .arg("--corpus")
+        .arg(&corpus)
+        .arg("--json")
+        .env("REPROLAB_ARXIV_URL", format!("{web}/api/query"))
+        .env("REPROLAB_GITHUB_API_URL", web)
+        .env("REPROLAB_ARXIV_DELAY", "0")
+        .env("GITHUB_TOKEN", "ghp-test")
+        .env_remove("REPROLAB_LINEAGE_CACHE")
+        .args(extra))
+}
+
+#[test]
+fn lineage_online_finds_what_the_corpus_lacks_with_its_code_and_reruns_from_the_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let web = lineage_web();
+    let out = lineage_at(tmp.path(), &web.url(), &["--online"]);
+    assert_eq!(out.status.code(), Some(0));
+    let l = json(&out);
+    let rows: Vec<&serde_json::Value> = l["resolved"].as_array().unwrap().iter().collect();
+    assert_eq!(rows.len(), 3, "{l}");
+    let row = |entry: &str| *rows.iter().find(|r| r["entry"] == entry).unwrap();
+    assert_eq!(row("softened-targets")["resolved_in"], "corpus");
+    assert_eq!(row("softened-targets")["code_from"], "corpus");
+    let found = row("arxiv:2203.01234");
+    assert_eq!(found["resolved_in"], "arxiv");
+    assert_eq!(found["url"], "http://arxiv.org/abs/2203.01234v2");
+    assert_eq!(found["title"], "Curriculum Ordering for Noisy Annotations");
+    assert_eq!(found["authors"], json!(["Yilmaz"]));
+    assert_eq!(found["year"], 2022);
+    assert_eq!(found["code_from"], "github");
+    assert_eq!(
+        found["code_url"],
+        "https://github.com/tyilmaz/curriculum-ordering"
+    );
+    assert_eq!(
+        found["code_files"],
+        json!(["code/README.md", "code/curriculum.py"])
+    );
+    let root = std::path::PathBuf::from(found["code_root"].as_str().unwrap());
+    assert_eq!(
+        root,
+        std::path::Path::new(".reprolab/lineage-cache/papers/arxiv-2203.01234")
+    );
+    assert!(tmp.path().join(&root).join("code/curriculum.py").is_file());
+    let unresolved = l["unresolved"].as_array().unwrap();
+    assert_eq!(unresolved.len(), 1);
+    assert_eq!(
+        unresolved[0]["reason"],
+        "not in the corpus; not looked up online: a tool, not method lineage"
+    );
+    assert_eq!(l["online"]["network"], true);
+    assert_eq!(l["online"]["looked_up"], 1);
+    let requests = web.requests();
+    // arXiv, the search, the listing, two files; the token only where GitHub's API is.
+    assert_eq!(requests.len(), 5, "{requests:?}");
+    assert!(requests[0].authorization.is_none());
+    assert_eq!(
+        requests[1].authorization.as_deref(),
+        Some("Bearer ghp-test")
+    );
+
+    // Again: everything from the cache, no request.
+    let out = lineage_at(tmp.path(), &web.url(), &["--online"]);
+    assert_eq!(out.status.code(), Some(0));
+    let again = json(&out);
+    assert_eq!(web.requests().len(), 5);
+    assert_eq!(again["online"]["requests"], 0);
+    assert_eq!(again["online"]["from_cache"], 5);
+    assert_eq!(again["resolved"], l["resolved"]);
+
+    // Offline (no --online), the cache of that run is read, and nothing is asked.
+    let out = lineage_at(tmp.path(), &web.url(), &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let offline = json(&out);
+    assert_eq!(web.requests().len(), 5);
+    assert_eq!(offline["online"]["network"], false);
+    assert_eq!(offline["resolved"].as_array().unwrap().len(), 3);
+
+    let (paper, corpus) = corpus();
+    let out = run(reprolab(tmp.path())
+        .args(["paper", "lineage"])
+        .arg(&paper)
+        .arg("--corpus")
+        .arg(&corpus)
+        .arg("--online")
+        .env("REPROLAB_ARXIV_URL", format!("{}/api/query", web.url()))
+        .env("REPROLAB_GITHUB_API_URL", web.url())
+        .env("REPROLAB_ARXIV_DELAY", "0"));
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("online: 1 references looked up on arXiv and GitHub"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "arXiv: http://arxiv.org/abs/2203.01234v2; code: \
+             https://github.com/tyilmaz/curriculum-ordering"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn lineage_without_online_asks_nothing_and_is_unchanged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let web = lineage_web();
+    let plain = json(&lineage(tmp.path(), &corpus().0, &corpus().1, &["--json"]));
+    // The URLs point at a live server, and at a closed port: no flag, no request, same answer.
+    let out = lineage_at(tmp.path(), &web.url(), &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out), plain);
+    assert_eq!(web.requests().len(), 0);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let out = lineage_at(tmp.path(), &format!("http://127.0.0.1:{port}"), &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out), plain);
+    assert!(plain["online"].is_null());
+    assert!(!tmp.path().join(".reprolab/lineage-cache").exists());
+}
+
+#[test]
+fn lineage_online_without_a_corpus_reports_an_unreachable_arxiv_per_reference() {
+    let tmp = tempfile::tempdir().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let (paper, _) = corpus();
+    let base = format!("http://127.0.0.1:{port}");
+    let out = run(reprolab(tmp.path())
+        .args(["--json", "paper", "lineage"])
+        .arg(&paper)
+        .args(["--online", "--arxiv-delay", "0", "--arxiv-url"])
+        .arg(format!("{base}/api/query"))
+        .arg("--github-api-url")
+        .arg(&base)
+        .arg("--lineage-cache")
+        .arg(tmp.path().join("cache")));
+    assert_eq!(out.status.code(), Some(0));
+    let l = json(&out);
+    assert!(l["corpus"].is_null());
+    assert_eq!(l["resolved"], json!([]));
+    let reasons: Vec<&str> = l["unresolved"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons.len(), 4, "{reasons:?}");
+    assert_eq!(
+        reasons
+            .iter()
+            .filter(|r| r.starts_with("arXiv look-up failed: cannot connect to"))
+            .count(),
+        3,
+        "{reasons:?}"
+    );
+    assert_eq!(
+        reasons[2],
+        "not looked up online: a tool, not method lineage"
+    );
+    // Three attempts at the first reference; the host is then known to be down.
+    assert_eq!(l["online"]["requests"], 3);
+
+    // Neither a corpus nor --online: nothing to search.
+    let out = run(reprolab(tmp.path()).args(["paper", "lineage"]).arg(&paper));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--corpus"));
 }
 
 #[test]

@@ -108,7 +108,7 @@ async fn implement_one(
     let started = std::time::Instant::now();
     let before = session.meter.snapshot();
     let out = a.out.join(&paper.name).join("impl");
-    let lineage = lineage_code(document, Some(&a.benchmark), 5)?;
+    let lineage = lineage_code(document, Some(&a.benchmark), 5, None).await?;
     let judge = checking.judge(&document.text, &a.check);
     let workshop = checking.workshop(
         checking.verifier(a.check.timeout)?,

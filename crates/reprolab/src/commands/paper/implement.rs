@@ -9,10 +9,10 @@ use reprolab_paper::code::{self, CodeFile};
 use reprolab_paper::fingerprint::Fingerprint;
 use reprolab_paper::implement::{self, Brief, Event, Options};
 use reprolab_paper::judge::LlmJudge;
-use reprolab_paper::lineage::resolve;
+use reprolab_paper::lineage::{Source, resolve, resolve_online};
 use reprolab_paper::{Corpus, Paper, extract};
 
-use super::{Checking, grounded_fingerprint};
+use super::{Checking, OnlineArgs, grounded_fingerprint};
 use crate::cli::{Global, PaperImplementArgs};
 use crate::progress;
 
@@ -22,7 +22,8 @@ pub async fn implement(g: &Global, a: &PaperImplementArgs) -> Result<ExitCode> {
     }
     let paper = Paper::load(&a.paper)?;
     let text = &paper.text;
-    let lineage = lineage_code(&paper, a.lineage.as_deref(), a.lineage_top)?;
+    let lineage =
+        lineage_code(&paper, a.lineage.as_deref(), a.lineage_top, Some(&a.online)).await?;
     let session = crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?;
     let model = session.model.as_ref();
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
@@ -155,33 +156,57 @@ async fn fingerprint_for(
     Ok(ex.fingerprint)
 }
 
-/// The code of the papers PAPER builds on, found in `corpus` (lineage): the files of the top
-/// resolved references, most relevant first, each path prefixed with its entry.
-pub(super) fn lineage_code(
+/// The code of the papers PAPER builds on, found in `corpus` (lineage) and, with `--online`,
+/// on arXiv and GitHub (or, without it, in the cache of earlier online runs): the files of the
+/// top resolved references, most relevant first, each path prefixed with its entry.
+pub(super) async fn lineage_code(
     paper: &Paper,
     corpus: Option<&Path>,
     top: usize,
+    online: Option<&OnlineArgs>,
 ) -> Result<Vec<CodeFile>> {
-    let Some(corpus) = corpus else {
-        return Ok(Vec::new());
+    let lookup = online.map(OnlineArgs::lookup).transpose()?.flatten();
+    let corpus = corpus.map(Corpus::load).transpose()?;
+    let lineage = match (lookup, &corpus) {
+        (Some(mut lookup), _) if corpus.is_some() || lookup.is_online() => {
+            resolve_online(paper, corpus.as_ref(), top, &mut lookup).await
+        }
+        (_, Some(corpus)) => resolve(paper, corpus, top),
+        (_, None) => return Ok(Vec::new()),
     };
-    let lineage = resolve(paper, &Corpus::load(corpus)?, top);
     let mut files = Vec::new();
     for r in &lineage.resolved {
         let Some(root) = &r.code_root else { continue };
-        for f in code::read_dir(root) {
-            if r.code_files.contains(&f.path) {
-                files.push(CodeFile {
-                    path: format!("{}/{}", r.entry, f.path),
-                    text: f.text,
-                });
+        if r.resolved_in == Source::Corpus {
+            for f in code::read_dir(root) {
+                if r.code_files.contains(&f.path) {
+                    files.push(CodeFile {
+                        path: format!("{}/{}", r.entry, f.path),
+                        text: f.text,
+                    });
+                }
+            }
+        } else {
+            // Fetched and size-capped already; README files included.
+            for f in &r.code_files {
+                if let Ok(bytes) = std::fs::read(root.join(f)) {
+                    files.push(CodeFile {
+                        path: format!("{}/{f}", r.entry),
+                        text: String::from_utf8_lossy(&bytes).into_owned(),
+                    });
+                }
             }
         }
     }
+    let all = || lineage.resolved.iter().chain(&lineage.below_top);
+    let online_found = all().filter(|r| r.resolved_in != Source::Corpus).count();
     eprintln!(
-        "lineage: {} of {} references in the corpus, {} code files as context",
-        lineage.resolved.len(),
+        "lineage: {} of {} references resolved ({} in the corpus, {online_found} online); the \
+         top {} give {} code files as context",
+        all().count(),
         paper.references.len(),
+        all().count() - online_found,
+        lineage.resolved.len(),
         files.len()
     );
     Ok(files)

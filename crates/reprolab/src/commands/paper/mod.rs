@@ -29,7 +29,7 @@ pub use fingerprint::fingerprint;
 pub use grade::grade;
 pub use implement::implement;
 use implement::{event_line, lineage_code};
-pub use lineage::lineage;
+pub use lineage::{OnlineArgs, lineage};
 pub use verify::verify_cmd;
 
 use crate::cli::{Global, PaperCheckArgs};

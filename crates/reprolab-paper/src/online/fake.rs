@@ -1,0 +1,238 @@
+//! A fake arXiv + GitHub server for tests (cargo feature `fake`): a real HTTP server on
+//! `127.0.0.1:0` (like reprolab-llm's fake LLM servers) answering from routes — a path, words
+//! its decoded query must contain, and a canned answer — and remembering every request. A
+//! request no route answers gets 404 with GitHub's `{"message": "Not Found"}`.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, Response, Uri};
+use tokio::sync::oneshot;
+
+/// A canned answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakeAnswer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    /// Waits this long before answering.
+    pub delay: Option<Duration>,
+}
+
+impl FakeAnswer {
+    pub fn new(status: u16, content_type: &str, body: impl Into<String>) -> FakeAnswer {
+        FakeAnswer {
+            status,
+            headers: vec![("content-type".into(), content_type.into())],
+            body: body.into(),
+            delay: None,
+        }
+    }
+
+    /// 200 with an Atom body.
+    pub fn atom(body: impl Into<String>) -> FakeAnswer {
+        FakeAnswer::new(200, "application/atom+xml; charset=utf-8", body)
+    }
+
+    /// 200 with a JSON body.
+    pub fn json(body: impl Into<String>) -> FakeAnswer {
+        FakeAnswer::new(200, "application/json; charset=utf-8", body)
+    }
+
+    /// 200 with a text body (a raw file).
+    pub fn text(body: impl Into<String>) -> FakeAnswer {
+        FakeAnswer::new(200, "text/plain; charset=utf-8", body)
+    }
+
+    /// An error status with a JSON message.
+    pub fn status(status: u16, message: &str) -> FakeAnswer {
+        FakeAnswer::new(
+            status,
+            "application/json",
+            serde_json::json!({ "message": message }).to_string(),
+        )
+    }
+
+    pub fn with_header(mut self, name: &str, value: &str) -> FakeAnswer {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    pub fn with_delay(mut self, delay: Duration) -> FakeAnswer {
+        self.delay = Some(delay);
+        self
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Route {
+    path: String,
+    query_has: Vec<String>,
+    answer: FakeAnswer,
+    /// Answers once, then is gone.
+    once: bool,
+}
+
+/// A request the server received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seen {
+    pub path: String,
+    /// The query, percent-decoded (`+` as a space).
+    pub query: String,
+    pub authorization: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+#[derive(Default)]
+struct ServerState {
+    routes: Mutex<Vec<Route>>,
+    seen: Mutex<Vec<Seen>>,
+}
+
+/// A running fake server; stops when dropped.
+pub struct FakeWeb {
+    addr: SocketAddr,
+    state: Arc<ServerState>,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FakeWeb {
+    /// A server with its own runtime on a background thread (usable from any test).
+    pub fn start() -> FakeWeb {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        listener.set_nonblocking(true).expect("non-blocking");
+        let addr = listener.local_addr().expect("local address");
+        let state = Arc::new(ServerState::default());
+        let (tx, rx) = oneshot::channel::<()>();
+        let thread_state = state.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("fake-web-{}", addr.port()))
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a runtime for the fake server");
+                rt.block_on(async move {
+                    let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+                    let app = Router::new().fallback(handle).with_state(thread_state);
+                    let _ = axum::serve(listener, app)
+                        .with_graceful_shutdown(async {
+                            let _ = rx.await;
+                        })
+                        .await;
+                });
+            })
+            .expect("spawn the fake server thread");
+        FakeWeb {
+            addr,
+            state,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Answers requests to `path` whose decoded query contains each of `query_has` (the first
+    /// route added that fits answers).
+    pub fn route(&self, path: &str, query_has: &[&str], answer: FakeAnswer) {
+        self.add(path, query_has, answer, false);
+    }
+
+    /// Like [`FakeWeb::route`], once; it goes before the routes added with `route`.
+    pub fn route_once(&self, path: &str, query_has: &[&str], answer: FakeAnswer) {
+        self.add(path, query_has, answer, true);
+    }
+
+    fn add(&self, path: &str, query_has: &[&str], answer: FakeAnswer, once: bool) {
+        let route = Route {
+            path: path.into(),
+            query_has: query_has.iter().map(|s| s.to_string()).collect(),
+            answer,
+            once,
+        };
+        let mut routes = self.state.routes.lock().unwrap();
+        if once {
+            let at = routes.iter().take_while(|r| r.once).count();
+            routes.insert(at, route);
+        } else {
+            routes.push(route);
+        }
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<Seen> {
+        self.state.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for FakeWeb {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+async fn handle(
+    State(state): State<Arc<ServerState>>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response<Body> {
+    let query = uri
+        .query()
+        .map(|q| {
+            reqwest::Url::parse(&format!("http://x/?{q}"))
+                .map(|u| {
+                    u.query_pairs()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join("&")
+                })
+                .unwrap_or_else(|_| q.to_string())
+        })
+        .unwrap_or_default();
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    };
+    let seen = Seen {
+        path: uri.path().to_string(),
+        query,
+        authorization: header("authorization"),
+        user_agent: header("user-agent"),
+    };
+    state.seen.lock().unwrap().push(seen.clone());
+    let answer = {
+        let mut routes = state.routes.lock().unwrap();
+        let at = routes.iter().position(|r| {
+            r.path == seen.path && r.query_has.iter().all(|w| seen.query.contains(w))
+        });
+        match at {
+            Some(i) if routes[i].once => Some(routes.remove(i).answer),
+            Some(i) => Some(routes[i].answer.clone()),
+            None => None,
+        }
+    };
+    let answer = answer.unwrap_or_else(|| FakeAnswer::status(404, "Not Found"));
+    if let Some(d) = answer.delay {
+        tokio::time::sleep(d).await;
+    }
+    let mut b = Response::builder().status(answer.status);
+    for (name, value) in &answer.headers {
+        b = b.header(name.as_str(), value.as_str());
+    }
+    b.body(Body::from(answer.body)).unwrap()
+}
