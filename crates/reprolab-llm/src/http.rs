@@ -190,8 +190,9 @@ impl JsonClient {
     }
 }
 
-/// An error with its sources, `a: b: c`, without reqwest's repetition of the URL.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+/// An error with its sources, `a: b: c`, each source left out when an earlier message already
+/// holds it (reqwest repeats the URL and the cause in its own message).
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts = vec![e.to_string()];
     let mut cur = e.source();
     while let Some(s) = cur {

@@ -96,6 +96,21 @@ pub fn stored_alternatives(fault: &Path, s: &serde_json::Value) -> serde_json::V
     stored
 }
 
+/// The outcome kinds of the `outcomes` fixture's `by_seed` behaviour, seed by seed (its
+/// `BY_SEED`: ok, raise, sleep, allocate, nan, print, segfault, exit, wrong_type); seeds 9 and 10
+/// (network, secrets) depend on the machine's isolation.
+pub const BY_SEED_KINDS: [&str; 9] = [
+    "ok",
+    "exception",
+    "timeout",
+    "oom",
+    "nan",
+    "output_limit",
+    "crash",
+    "crash",
+    "exception",
+];
+
 /// Write a config JSON file into `dir` and return its path.
 pub fn config_file(dir: &Path, name: &str, value: serde_json::Value) -> PathBuf {
     let p = dir.join(name);

@@ -31,7 +31,14 @@ fn outcomes_by_seed(subject: &str, runs: usize) -> Vec<serde_json::Value> {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config_file(tmp.path(), "c.json", json!({ "behavior": "by_seed" }));
     let out = run(reprolab(tmp.path())
-        .args(["eval", "--json", "--no-cache", "--runs", &runs.to_string(), "--config"])
+        .args([
+            "eval",
+            "--json",
+            "--no-cache",
+            "--runs",
+            &runs.to_string(),
+            "--config",
+        ])
         .arg(&cfg)
         .arg(fixture(subject)));
     assert_eq!(out.status.code(), Some(1), "failed runs exit 1: {out:?}");
@@ -45,18 +52,7 @@ fn outcomes_by_seed(subject: &str, runs: usize) -> Vec<serde_json::Value> {
 
 #[test]
 fn warm_worker_records_every_outcome_kind() {
-    // Seeds 0..9 behave as: ok, raise, sleep, allocate, nan, print, segfault, exit, wrong_type.
-    let kinds = [
-        "ok",
-        "exception",
-        "timeout",
-        "oom",
-        "nan",
-        "output_limit",
-        "crash",
-        "crash",
-        "exception",
-    ];
+    let kinds = BY_SEED_KINDS;
     let outcomes = outcomes_by_seed("outcomes", kinds.len());
     for (seed, (o, kind)) in outcomes.iter().zip(kinds).enumerate() {
         assert_eq!(o["status"], kind, "seed {seed}: {o}");
@@ -89,20 +85,11 @@ fn exception_carries_type_message_and_traceback() {
 
 #[test]
 fn plain_scripts_get_the_same_outcomes() {
-    // The fixture run as a plain script through its command template, seeds 0..8 as above.
-    let kinds = [
-        "ok",
-        "exception",
-        "timeout",
-        "oom",
-        "nan",
-        "output_limit",
-        "crash",
-        "crash",
-    ];
+    // The fixture run as a plain script through its command template (seeds 0..8).
+    let kinds = &BY_SEED_KINDS[..8];
     let outcomes = outcomes_by_seed("outcomes-script", kinds.len());
     for (seed, (o, kind)) in outcomes.iter().zip(kinds).enumerate() {
-        assert_eq!(o["status"], kind, "seed {seed}: {o}");
+        assert_eq!(o["status"], *kind, "seed {seed}: {o}");
     }
 }
 

@@ -14,7 +14,7 @@ use std::hash::{BuildHasher, RandomState};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use reprolab_llm::{RetryPolicy, Secret, parse_retry_after};
+use reprolab_llm::{RetryPolicy, Secret, error_chain, parse_retry_after};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use sha2::{Digest, Sha256};
 
@@ -407,20 +407,6 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
-}
-
-/// An error with its sources, `a: b: c`, without repetitions.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts = vec![e.to_string()];
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        let text = s.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        cur = s.source();
-    }
-    parts.join(": ")
 }
 
 /// The first [`EXCERPT_CHARS`] characters of `s`, on one line.
