@@ -621,14 +621,7 @@ mod tests {
 
     #[test]
     fn scores_for_leaves_the_rubric_lacks_are_named() {
-        let t = node(
-            "r",
-            1.0,
-            vec![
-                leaf("x", 1.0, CODE_DEVELOPMENT),
-                leaf("y", 1.0, CODE_EXECUTION),
-            ],
-        );
+        let t = node("r", 1.0, vec![leaf("x", 1.0, CODE_EXECUTION)]);
         let path = Path::new("s.json");
         assert!(
             t.check_score_ids(&scores(&[("x", Some(1.0))]), path)
