@@ -536,6 +536,7 @@ pub fn done(rows: &[Row]) -> HashSet<String> {
 }
 
 pub mod anytime;
+pub mod grid;
 pub mod runs;
 #[cfg(test)]
 mod tests;

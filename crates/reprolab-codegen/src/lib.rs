@@ -9,6 +9,7 @@
 //! * [`task`] – task files and their validation;
 //! * [`generations`] – answers of any system (`--generations FILE`);
 //! * [`generate`] – the [`generate::Generator`] trait a model is adapted to;
+//! * [`llm`] – a chat model of `reprolab-llm` as the generator and the failure classifier;
 //! * [`extract`] – code extraction from a raw answer;
 //! * [`patch`] – putting a generated definition into a repository file;
 //! * [`repo`] – hashing and copying a task's repository;
@@ -26,6 +27,7 @@ pub mod extract;
 pub mod generate;
 pub mod generations;
 pub mod harness;
+pub mod llm;
 pub mod metrics;
 pub mod outcome;
 pub mod patch;

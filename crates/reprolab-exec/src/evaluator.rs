@@ -23,6 +23,27 @@ pub struct Evaluation {
     pub cached: bool,
 }
 
+impl Evaluation {
+    /// How a failed run is shown to people: its traceback, or its last output when it raised
+    /// nothing (a crash, a timeout); `None` for a finished run or a failure that left nothing to
+    /// show.
+    pub fn failure_report(&self) -> Option<String> {
+        let seed = self.record.seed;
+        match &self.record.outcome {
+            Outcome::Ok { .. } => None,
+            Outcome::Exception { traceback, .. } => Some(format!(
+                "first failure (seed {seed}):\n{}",
+                traceback.trim_end()
+            )),
+            _ if !self.record.output_tail.is_empty() => Some(format!(
+                "first failure (seed {seed}), last output:\n{}",
+                self.record.output_tail.trim_end()
+            )),
+            _ => None,
+        }
+    }
+}
+
 pub struct Evaluator {
     executor: Arc<dyn Executor>,
     env: PythonEnv,
@@ -309,6 +330,45 @@ mod tests {
     use crate::result::Finished;
     use reprolab_core::Outcome;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn a_failure_shows_its_traceback_else_its_last_output() {
+        let with = |outcome: Outcome, tail: &str| Evaluation {
+            record: EvaluationRecord {
+                key: String::new(),
+                subject: "s".into(),
+                config: serde_json::Value::Null,
+                seed: 3,
+                mode: "eval".into(),
+                outcome,
+                duration_s: 1.0,
+                epochs: Vec::new(),
+                output_tail: tail.into(),
+                created_at: String::new(),
+            },
+            cached: false,
+        };
+        let ok = Outcome::Ok {
+            search: 0.5,
+            holdout: 0.5,
+        };
+        assert_eq!(with(ok, "printed").failure_report(), None);
+        let raised = Outcome::Exception {
+            kind: "ValueError".into(),
+            message: "m".into(),
+            traceback: "Traceback\nValueError: m\n".into(),
+        };
+        assert_eq!(
+            with(raised, "printed").failure_report().unwrap(),
+            "first failure (seed 3):\nTraceback\nValueError: m"
+        );
+        let timeout = || Outcome::Timeout { limit_s: 1.0 };
+        assert_eq!(
+            with(timeout(), "epoch 1\n").failure_report().unwrap(),
+            "first failure (seed 3), last output:\nepoch 1"
+        );
+        assert_eq!(with(timeout(), "").failure_report(), None);
+    }
 
     #[test]
     fn a_tensorflow_subject_is_keyed_by_the_pinned_release_too() {

@@ -181,6 +181,21 @@ impl Tree {
     }
 }
 
+/// The processes whose command line has `arg` as one whole argument (how a test finds the
+/// processes a hostile subject or answer started: they carry a tag of the test's own).
+pub fn with_argument(arg: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == arg.as_bytes()))
+        })
+        .collect()
+}
+
 /// Whether `pid` exists and is not a zombie.
 pub fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -226,6 +241,28 @@ mod tests {
         ));
         wait_line(&mut child);
         child
+    }
+
+    #[test]
+    fn a_process_is_found_by_a_whole_argument_only() {
+        let tag = format!("proctree-tag-{}", std::process::id());
+        let mut child = Command::new("sh")
+            .args(["-c", "sleep 30; :", &tag])
+            .spawn()
+            .expect("sh runs");
+        // Until the child has exec'd sh, its command line is still this test's.
+        let start = std::time::Instant::now();
+        let mut found = with_argument(&tag);
+        while found.is_empty() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+            found = with_argument(&tag);
+        }
+        let part = with_argument(&tag[..tag.len() - 1]);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(found, [child.id() as i32]);
+        assert!(part.is_empty(), "{part:?}");
+        assert!(with_argument(&tag).is_empty());
     }
 
     #[test]

@@ -43,15 +43,7 @@ fn job(dir: &Path, tag: &str) -> Job {
 
 /// Processes with `tag` as a whole argument of their command line.
 fn tagged(tag: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == tag.as_bytes()))
-        })
-        .count()
+    reprolab_exec::proctree::with_argument(tag).len()
 }
 
 /// Wait (at most `limit`) until `ready`; false if it never was.

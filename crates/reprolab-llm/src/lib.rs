@@ -38,7 +38,7 @@ pub use endpoint::Endpoint;
 pub use error::LlmError;
 pub use http::{DEFAULT_MAX_RESPONSE_BYTES, error_chain, parse_retry_after};
 pub use limit::Limited;
-pub use log::{CallLog, CallRecord, Logged};
+pub use log::{CallLog, CallRecord, CallTotals, Logged};
 pub use meter::{Meter, MeterSnapshot};
 pub use openai::OpenAiCompatible;
 pub use price::Price;

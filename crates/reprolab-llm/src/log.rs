@@ -33,6 +33,70 @@ pub struct CallRecord {
     pub replayed: bool,
 }
 
+/// What one model's calls added up to: how a command says, when it is done, what its calls
+/// cost.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct CallTotals {
+    pub calls: u64,
+    pub failed: u64,
+    pub replayed: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// The priced calls' cost.
+    pub cost_usd: f64,
+    /// Successful calls without a price.
+    pub unpriced: u64,
+    pub latency_ms: u64,
+}
+
+impl CallTotals {
+    pub fn add(&mut self, c: &CallRecord) {
+        self.calls += 1;
+        self.failed += c.error.is_some() as u64;
+        self.replayed += c.replayed as u64;
+        self.prompt_tokens += c.prompt_tokens;
+        self.completion_tokens += c.completion_tokens;
+        match c.cost_usd {
+            Some(cost) => self.cost_usd += cost,
+            None if c.error.is_none() => self.unpriced += 1,
+            None => {}
+        }
+        self.latency_ms += c.latency_ms;
+    }
+
+    /// `openai:gpt-4o-mini: 4 calls (1 failed), 1234 prompt + 567 completion tokens, $0.0021,
+    /// 2.1 s per call (8.4 s in all)`.
+    pub fn line(&self, model: &str) -> String {
+        let mut notes = Vec::new();
+        if self.failed > 0 {
+            notes.push(format!("{} failed", self.failed));
+        }
+        if self.replayed > 0 {
+            notes.push(format!("{} replayed", self.replayed));
+        }
+        let notes = if notes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", notes.join(", "))
+        };
+        let cost = match (self.cost_usd > 0.0, self.unpriced) {
+            (_, 0) => format!("${:.4}", self.cost_usd),
+            (false, _) => "cost unknown (no price for this model)".into(),
+            (true, n) => format!("${:.4} + {n} unpriced", self.cost_usd),
+        };
+        let total_s = self.latency_ms as f64 / 1000.0;
+        format!(
+            "{model}: {} {}{notes}, {} prompt + {} completion tokens, {cost}, {:.1} s per call ({:.1} s in all)",
+            self.calls,
+            if self.calls == 1 { "call" } else { "calls" },
+            self.prompt_tokens,
+            self.completion_tokens,
+            total_s / self.calls.max(1) as f64,
+            total_s
+        )
+    }
+}
+
 /// Where call records go. Implementations must not block for long: they run on the caller's
 /// task after every call.
 pub trait CallLog: Send + Sync {
@@ -102,5 +166,39 @@ impl ChatModel for Logged {
         }
         self.log.record(&record);
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_say_calls_tokens_cost_and_latency() {
+        let call = |cost: Option<f64>, error: bool| CallRecord {
+            model: "m".into(),
+            request_hash: String::new(),
+            request: serde_json::Value::Null,
+            response: None,
+            error: error.then(|| "boom".to_string()),
+            prompt_tokens: 100,
+            completion_tokens: 20,
+            latency_ms: 1500,
+            cost_usd: cost,
+            replayed: false,
+        };
+        let mut t = CallTotals::default();
+        t.add(&call(Some(0.001), false));
+        t.add(&call(None, true));
+        assert_eq!(
+            t.line("openai:x"),
+            "openai:x: 2 calls (1 failed), 200 prompt + 40 completion tokens, $0.0010, 1.5 s per call (3.0 s in all)"
+        );
+        let mut free = CallTotals::default();
+        free.add(&call(None, false));
+        assert_eq!(
+            free.line("local:smollm2"),
+            "local:smollm2: 1 call, 100 prompt + 20 completion tokens, cost unknown (no price for this model), 1.5 s per call (1.5 s in all)"
+        );
     }
 }

@@ -46,7 +46,7 @@ pub mod neighbours;
 mod tests;
 
 use std::collections::HashSet;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use reprolab_core::{Config, FaultType, Goal, SearchSpace, Split, Subject};
 use reprolab_repair::{Group, RepairError};
@@ -95,6 +95,31 @@ impl Default for NeutralitySettings {
             parallel: 4,
         }
     }
+}
+
+/// A wall-clock budget as people write it (`neutrality --budget`): `30m`, `90s`, `1h`, `1.5h`, a
+/// number and a unit (s, m, h).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let expected = "expected a number with a unit, like 30m, 90s or 1h";
+    let split = t
+        .find(|c: char| c.is_ascii_alphabetic())
+        .ok_or_else(|| format!("{t:?} has no unit; {expected}"))?;
+    let (num, unit) = t.split_at(split);
+    let x: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{num:?} is not a number; {expected}"))?;
+    let scale = match unit.trim() {
+        "s" | "sec" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        u => return Err(format!("unknown unit {u:?}; {expected}")),
+    };
+    if !(x.is_finite() && x > 0.0) {
+        return Err(format!("{t:?} is not a positive duration; {expected}"));
+    }
+    Ok(Duration::from_secs_f64(x * scale))
 }
 
 /// Why the analysis stopped.

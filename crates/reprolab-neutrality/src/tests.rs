@@ -562,3 +562,15 @@ fn the_dot_graph_is_well_formed_and_coloured() {
     assert_eq!(text.matches('{').count(), text.matches('}').count());
     assert_eq!(text.replace("\\\"", "").matches('"').count() % 2, 0);
 }
+
+#[test]
+fn durations_need_a_unit() {
+    assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
+    assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
+    assert_eq!(parse_duration(" 1.5h ").unwrap(), Duration::from_secs(5400));
+    assert_eq!(parse_duration("2 min").unwrap(), Duration::from_secs(120));
+    for bad in ["30", "m", "-1m", "0s", "3d", "x5m"] {
+        let e = parse_duration(bad).unwrap_err();
+        assert!(e.contains("like 30m"), "{bad}: {e}");
+    }
+}

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::checks::Outcome;
+use crate::fingerprint::Criterion;
 use crate::verify::{Verdict, Verification};
 
 /// A leaf's category.
@@ -57,6 +58,26 @@ pub enum RubricError {
         path: PathBuf,
         id: String,
         problem: String,
+    },
+    #[error("{}: scores for leaves the rubric does not have: {}", path.display(), ids.join(", "))]
+    UnknownLeaves { path: PathBuf, ids: Vec<String> },
+    #[error("{}: cannot read the verification", path.display())]
+    ReadVerification {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: not JSON", path.display())]
+    VerificationJson {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{}: not a verification (expected the verification.json of `reprolab paper verify --out`)", path.display())]
+    NotAVerification {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
     },
 }
 
@@ -207,6 +228,62 @@ impl Rubric {
             sub_tasks: children,
         }
     }
+}
+
+impl Rubric {
+    /// Scores for leaves the rubric lacks are a mistake in the scores file `path`: an error that
+    /// lists them.
+    pub fn check_score_ids(
+        &self,
+        scores: &BTreeMap<String, LeafScore>,
+        path: &Path,
+    ) -> Result<(), RubricError> {
+        let known: HashSet<&str> = self.leaves().iter().map(|l| l.id.as_str()).collect();
+        let ids: Vec<String> = scores
+            .keys()
+            .filter(|k| !known.contains(k.as_str()))
+            .cloned()
+            .collect();
+        if ids.is_empty() {
+            Ok(())
+        } else {
+            Err(RubricError::UnknownLeaves {
+                path: path.to_path_buf(),
+                ids,
+            })
+        }
+    }
+
+    /// A leaf put to a judge as a criterion: its requirement is the fact (and the source).
+    pub fn as_criterion(&self) -> Criterion {
+        Criterion {
+            id: self.id.clone(),
+            fact: self.requirements.clone(),
+            scope: self.task_category.clone().unwrap_or_default(),
+            category: "algorithm".into(),
+            source: self.requirements.clone(),
+            checks: Vec::new(),
+        }
+    }
+}
+
+/// The verification in `path`: the verification.json of `reprolab paper verify --out` (the
+/// verification under its `verification` key), or a bare verification.
+pub fn read_verification(path: &Path) -> Result<Verification, RubricError> {
+    let text = std::fs::read_to_string(path).map_err(|source| RubricError::ReadVerification {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|source| RubricError::VerificationJson {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let inner = value.get("verification").cloned().unwrap_or(value);
+    serde_json::from_value(inner).map_err(|source| RubricError::NotAVerification {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Leaf scores from a JSON object `{leaf_id: 0 | 1 | null | {"score": ..., "explanation": ...}}`.
@@ -540,5 +617,70 @@ mod tests {
             !s.contains_key("b2"),
             "a criterion the verification lacks too"
         );
+    }
+
+    #[test]
+    fn scores_for_leaves_the_rubric_lacks_are_named() {
+        let t = node("r", 1.0, vec![leaf("x", 1.0, CODE_EXECUTION)]);
+        let path = Path::new("s.json");
+        assert!(
+            t.check_score_ids(&scores(&[("x", Some(1.0))]), path)
+                .is_ok()
+        );
+        let e = t
+            .check_score_ids(&scores(&[("zz", None), ("x", None), ("a", None)]), path)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "s.json: scores for leaves the rubric does not have: a, zz"
+        );
+    }
+
+    #[test]
+    fn a_leaf_is_judged_as_a_criterion_of_its_requirement() {
+        let c = leaf("x", 1.0, CODE_DEVELOPMENT).as_criterion();
+        assert_eq!((c.id.as_str(), c.category.as_str()), ("x", "algorithm"));
+        assert_eq!(c.fact, "requirement x");
+        assert_eq!(c.source, c.fact);
+        assert_eq!(c.scope, CODE_DEVELOPMENT);
+        assert!(c.checks.is_empty());
+    }
+
+    #[test]
+    fn a_verification_is_read_bare_or_from_verify_out_and_errors_name_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let v = Verification {
+            verdicts: Vec::new(),
+            syntax_errors: vec!["bad.py".into()],
+        };
+        let bare = d.path().join("bare.json");
+        std::fs::write(&bare, serde_json::to_string(&v).unwrap()).unwrap();
+        assert_eq!(read_verification(&bare).unwrap(), v);
+        let out = d.path().join("verification.json");
+        let wrapped = serde_json::json!({"paper": "p", "verification": v});
+        std::fs::write(&out, wrapped.to_string()).unwrap();
+        assert_eq!(read_verification(&out).unwrap(), v);
+        let chain = |p: &Path| {
+            let e = read_verification(p).unwrap_err();
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                text = format!("{text}: {s}");
+                source = s.source();
+            }
+            text
+        };
+        let missing = d.path().join("none.json");
+        assert!(chain(&missing).starts_with(&format!(
+            "{}: cannot read the verification: ",
+            missing.display()
+        )));
+        std::fs::write(&out, "{").unwrap();
+        assert!(chain(&out).starts_with(&format!("{}: not JSON: ", out.display())));
+        std::fs::write(&out, "[1]").unwrap();
+        assert!(chain(&out).starts_with(&format!(
+            "{}: not a verification (expected the verification.json of `reprolab paper verify --out`): ",
+            out.display()
+        )));
     }
 }

@@ -68,6 +68,22 @@ impl Verdict {
             .unwrap_or_default();
         format!("{head} ({}/{} runs): {why}", self.showing, self.runs)
     }
+
+    /// The runs that ended the same way (whether they show the symptom, and why) as one group
+    /// with their seeds, in the order first seen.
+    pub fn run_groups(&self) -> Vec<(bool, &str, Vec<u64>)> {
+        let mut groups: Vec<(bool, &str, Vec<u64>)> = Vec::new();
+        for r in &self.per_run {
+            match groups
+                .iter_mut()
+                .find(|(s, why, _)| *s == r.shows && *why == r.reason)
+            {
+                Some(g) => g.2.push(r.seed),
+                None => groups.push((r.shows, &r.reason, vec![r.seed])),
+            }
+        }
+        groups
+    }
 }
 
 /// Judge `runs` against the report's `facts`.

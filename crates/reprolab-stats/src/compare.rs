@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::{Goal, TestResult, Verdict};
+use crate::{Equivalence, Goal, TestResult, Verdict};
 
 /// The statistics of B against A.
 #[derive(Debug, Clone, Serialize)]
@@ -49,6 +49,27 @@ pub fn compare(
     }
 }
 
+/// Compares B with A from their runs seed by seed (`a[i]` and `b[i]` the same seed; `None`: that
+/// run did not finish): [`compare`] on the seeds both finished and all finished runs; with
+/// `margin`, also the TOST of the paired differences within it (`None` without pairs).
+pub fn compare_by_seed(
+    a: &[Option<f64>],
+    b: &[Option<f64>],
+    goal: Goal,
+    margin: Option<f64>,
+) -> (Comparison, Option<Equivalence>) {
+    let (paired_a, paired_b): (Vec<f64>, Vec<f64>) = a
+        .iter()
+        .zip(b)
+        .filter_map(|(x, y)| Some(((*x)?, (*y)?)))
+        .unzip();
+    let all = |xs: &[Option<f64>]| xs.iter().flatten().copied().collect::<Vec<f64>>();
+    let comparison = compare(&paired_a, &paired_b, &all(a), &all(b), goal);
+    let equivalence =
+        margin.and_then(|m| crate::tost(&crate::rounded_differences(&paired_b, &paired_a), m));
+    (comparison, equivalence)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +100,29 @@ mod tests {
             Goal::Max,
         );
         assert_eq!((c.pairs, c.verdict), (1, Verdict::NotSignificant));
+    }
+
+    #[test]
+    fn by_seed_pairs_only_the_seeds_both_finished_and_keeps_every_finished_run() {
+        let a = [Some(0.5), None, Some(0.52), Some(0.49), Some(0.51)];
+        let b = [Some(0.9), Some(0.95), None, Some(0.89), Some(0.92)];
+        let (c, e) = compare_by_seed(&a, &b, Goal::Max, None);
+        let expected = compare(
+            &[0.5, 0.49, 0.51],
+            &[0.9, 0.89, 0.92],
+            &[0.5, 0.52, 0.49, 0.51],
+            &[0.9, 0.95, 0.89, 0.92],
+            Goal::Max,
+        );
+        assert_eq!(c.pairs, 3);
+        assert_eq!((c.cohens_d, c.a12), (expected.cohens_d, expected.a12));
+        assert_eq!(c.verdict, expected.verdict);
+        assert!(e.is_none());
+        let (_, e) = compare_by_seed(&a, &a, Goal::Max, Some(0.01));
+        let tost = crate::tost(&[0.0; 4], 0.01);
+        assert_eq!(e.map(|e| e.p_value), tost.map(|t| t.p_value));
+        let (c, e) = compare_by_seed(&[None, Some(0.1)], &[Some(0.2), None], Goal::Max, Some(0.1));
+        assert_eq!(c.pairs, 0);
+        assert!(e.is_none(), "no pairs, no equivalence");
     }
 }

@@ -55,7 +55,7 @@ mod samples {
 use serde::Serialize;
 
 pub use bootstrap::bootstrap_ci;
-pub use compare::{Comparison, compare};
+pub use compare::{Comparison, compare, compare_by_seed};
 pub use describe::{Summary, mean, median, std_dev, summarize, variance};
 pub use effect::{a12, cohens_d};
 pub use glm::glm_test;

@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use reprolab_llm::{
-    Budget, CallLog, CallRecord, ChatModel, LlmConfig, LocalFactory, Meter, RetryPolicy, Settings,
-    parse_spec_with,
+    Budget, CallLog, CallRecord, CallTotals, ChatModel, LlmConfig, LocalFactory, Meter,
+    RetryPolicy, Settings, parse_spec_with,
 };
 use reprolab_store::{LlmCallRecord, Store};
 
@@ -55,67 +55,7 @@ pub struct LlmArgs {
 pub struct StoreCallLog {
     store: Mutex<Store>,
     run_id: Option<i64>,
-    usage: Mutex<BTreeMap<String, Usage>>,
-}
-
-/// One model's calls in this command.
-#[derive(Debug, Default, Clone, PartialEq)]
-struct Usage {
-    calls: u64,
-    failed: u64,
-    replayed: u64,
-    prompt_tokens: u64,
-    completion_tokens: u64,
-    cost_usd: f64,
-    unpriced: u64,
-    latency_ms: u64,
-}
-
-impl Usage {
-    fn add(&mut self, c: &CallRecord) {
-        self.calls += 1;
-        self.failed += c.error.is_some() as u64;
-        self.replayed += c.replayed as u64;
-        self.prompt_tokens += c.prompt_tokens;
-        self.completion_tokens += c.completion_tokens;
-        match c.cost_usd {
-            Some(cost) => self.cost_usd += cost,
-            None if c.error.is_none() => self.unpriced += 1,
-            None => {}
-        }
-        self.latency_ms += c.latency_ms;
-    }
-
-    /// `openai:gpt-4o-mini: 4 calls (1 failed), 1,234 + 567 tokens, $0.0021, 2.1 s per call
-    /// (8.4 s in all)`.
-    fn line(&self, model: &str) -> String {
-        let mut notes = Vec::new();
-        if self.failed > 0 {
-            notes.push(format!("{} failed", self.failed));
-        }
-        if self.replayed > 0 {
-            notes.push(format!("{} replayed", self.replayed));
-        }
-        let notes = if notes.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", notes.join(", "))
-        };
-        let cost = match (self.cost_usd > 0.0, self.unpriced) {
-            (_, 0) => format!("${:.4}", self.cost_usd),
-            (false, _) => "cost unknown (no price for this model)".into(),
-            (true, n) => format!("${:.4} + {n} unpriced", self.cost_usd),
-        };
-        let total_s = self.latency_ms as f64 / 1000.0;
-        format!(
-            "{model}: {}{notes}, {} prompt + {} completion tokens, {cost}, {:.1} s per call ({:.1} s in all)",
-            crate::plural::count(self.calls as usize, "call"),
-            self.prompt_tokens,
-            self.completion_tokens,
-            total_s / self.calls.max(1) as f64,
-            total_s
-        )
-    }
+    usage: Mutex<BTreeMap<String, CallTotals>>,
 }
 
 impl StoreCallLog {
@@ -178,18 +118,14 @@ pub struct LlmSession {
 }
 
 /// The model of `--llm` (else `$REPROLAB_LLM`, else the config file's `llm`), wrapped with
-/// retries, the concurrency limit, the budget, recording and the store call log.
-#[allow(dead_code)] // the entry point for the LLM-using verbs (codegen, agents) wired next
-pub fn chat_model(
-    g: &Global,
-    a: &LlmArgs,
-    local: Option<LocalFactory<'_>>,
-) -> Result<Arc<dyn ChatModel>> {
-    Ok(open(g, a, local, None)?.model)
+/// retries, the concurrency limit, the budget, recording and the store call log; `local:` models
+/// are the embedded ones.
+pub fn chat_model(g: &Global, a: &LlmArgs) -> Result<Arc<dyn ChatModel>> {
+    Ok(open(g, a, local_factory(g), None)?.model)
 }
 
-/// As [`chat_model`], logging calls under `run_id`, and returning the meter and the log too.
-#[allow(dead_code)] // as chat_model
+/// As [`chat_model`] with any `local:` factory, logging calls under `run_id`, and returning the
+/// meter and the log too.
 pub fn open(
     g: &Global,
     a: &LlmArgs,
@@ -256,35 +192,4 @@ pub fn open_with_log(
 /// The factory of `local:` models (the embedded GGUF runtime, [`crate::llm_local`]).
 pub fn local_factory(_g: &Global) -> Option<LocalFactory<'static>> {
     Some(&crate::llm_local::open)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn usage_lines_say_calls_tokens_cost_and_latency() {
-        let call = |cost: Option<f64>, error: bool| CallRecord {
-            model: "m".into(),
-            request_hash: String::new(),
-            request: serde_json::Value::Null,
-            response: None,
-            error: error.then(|| "boom".to_string()),
-            prompt_tokens: 100,
-            completion_tokens: 20,
-            latency_ms: 1500,
-            cost_usd: cost,
-            replayed: false,
-        };
-        let mut u = Usage::default();
-        u.add(&call(Some(0.001), false));
-        u.add(&call(None, true));
-        assert_eq!(
-            u.line("openai:x"),
-            "openai:x: 2 calls (1 failed), 200 prompt + 40 completion tokens, $0.0010, 1.5 s per call (3.0 s in all)"
-        );
-        let mut free = Usage::default();
-        free.add(&call(None, false));
-        assert!(free.line("local:smollm2").contains("cost unknown"));
-    }
 }

@@ -121,15 +121,7 @@ pub fn config_file(dir: &Path, name: &str, value: serde_json::Value) -> PathBuf 
 /// Processes whose command line has `tag` as a whole argument: how a test finds processes its
 /// hostile subject or answer started (they exec `sleep TAG` or carry TAG otherwise).
 pub fn tagged(tag: &str) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == tag.as_bytes()))
-        })
-        .collect()
+    reprolab_exec::proctree::with_argument(tag)
 }
 
 /// Why the Keras tests cannot run here, or None when the managed environment imports Keras.

@@ -429,3 +429,34 @@ fn a_silent_symptom_beside_a_warning_must_show_too() {
     assert_eq!(own.symptom, Symptom::Warning);
     assert!(own.also.is_empty(), "{:?}", own.also);
 }
+
+#[test]
+fn runs_that_ended_alike_are_one_group_in_the_order_first_seen() {
+    let run = |seed: u64, shows: bool, reason: &str| RunJudgement {
+        seed,
+        shows,
+        reason: reason.into(),
+    };
+    let v = Verdict {
+        reproduced: true,
+        symptom: Symptom::Error,
+        expected: String::new(),
+        runs: 4,
+        showing: 3,
+        per_run: vec![
+            run(1, true, "raised"),
+            run(2, false, "ran clean"),
+            run(3, true, "raised"),
+            run(4, true, "raised twice"),
+        ],
+        reasons: Vec::new(),
+    };
+    assert_eq!(
+        v.run_groups(),
+        [
+            (true, "raised", vec![1, 3]),
+            (false, "ran clean", vec![2]),
+            (true, "raised twice", vec![4]),
+        ]
+    );
+}

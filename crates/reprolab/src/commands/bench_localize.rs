@@ -38,7 +38,7 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
     let (mut out, mut rows) = ResultsFile::open::<Row>(&a.out)?;
     let done = bench::done(&rows);
     let model = if a.engines.contains(&LocalizeEngine::Llm) {
-        Some(crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?.model)
+        Some(crate::llm::chat_model(g, &a.llm)?)
     } else {
         None
     };

@@ -7,18 +7,18 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
 use reprolab_bench::ResultsFile;
-use reprolab_bench::repair::{self as bench, CellId, RepairOutcome, Row, Setup};
+use reprolab_bench::repair::grid::{self, Grid};
+use reprolab_bench::repair::{self as bench, CellId, RepairOutcome, Row};
 use reprolab_core::manifest::Subject;
 use reprolab_search::Budget;
 use reprolab_search::join::join_bounded;
 
 use super::repair::repair_once;
-use super::serde_name;
-use crate::cli::{BenchRepairArgs, EngineArg, Global, PruneArg};
+use crate::cli::{BenchRepairArgs, Global, PruneArg};
 use crate::context;
 use crate::progress;
 use crate::trainer::EvalTrainer;
-use reprolab_repair::RepairSpec;
+use reprolab_repair::{Engine, RepairSpec};
 
 pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
     if a.repeats == 0 || a.runs < 2 {
@@ -45,72 +45,26 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
     }
     let dirs = reprolab_bench::faults::dirs(&faults);
     // Each prunable engine once per --prune value (`bohb+median`), the others once, unpruned.
-    let mut prunes = a.prune.clone();
-    prunes.dedup();
-    let variants_of = |engine: EngineArg| -> Vec<(String, PruneArg)> {
-        let prunable = reprolab_repair::Engine::from(engine).prunes();
-        let mut out: Vec<(String, PruneArg)> = Vec::new();
-        for &p in &prunes {
-            let p = if prunable { p } else { PruneArg::None };
-            let name = match p {
-                PruneArg::None => serde_name(engine),
-                p => format!("{}+{}", serde_name(engine), p.name()),
-            };
-            if !out.iter().any(|(n, _)| *n == name) {
-                out.push((name, p));
-            }
-        }
-        out
-    };
-    let engine_cells: Vec<(EngineArg, String, PruneArg)> = a
-        .engines
+    let engines: Vec<Engine> = a.engines.iter().map(|&e| e.into()).collect();
+    let prunes: Vec<Option<(PruneArg, &str)>> = a
+        .prune
         .iter()
-        .flat_map(|&e| {
-            variants_of(e)
-                .into_iter()
-                .map(move |(name, p)| (e, name, p))
-        })
+        .map(|&p| (p != PruneArg::None).then(|| (p, p.name())))
         .collect();
     // `--arms`: the (engine, budget) pairs to run; every one of the grid without it.
-    let arm = |engine: &str, budget: &str| format!("{engine}@{budget}");
-    let grid: Vec<String> = engine_cells
-        .iter()
-        .flat_map(|(_, n, _)| budgets.iter().map(|(b, _)| arm(n, b)))
-        .collect();
-    if let Some(bad) = a.arms.iter().find(|x| !grid.contains(x)) {
-        bail!(
-            "--arms {bad:?} is not in the grid of --engines, --budgets and --prune: {}",
-            grid.join(", ")
-        );
-    }
-    let wanted =
-        |engine: &str, budget: &str| a.arms.is_empty() || a.arms.contains(&arm(engine, budget));
+    let grid = Grid::new(
+        grid::variants(&engines, &prunes),
+        budgets.iter().map(|(b, _)| b.clone()).collect(),
+        a.arms.clone(),
+    )
+    .map_err(|e| anyhow!(e))?;
     // The report names only the engines and budgets of arms that run.
-    let setup = Setup {
-        benchmark: a.benchmark.clone(),
-        engines: engine_cells
-            .iter()
-            .map(|(_, n, _)| n.clone())
-            .filter(|n| budgets.iter().any(|(b, _)| wanted(n, b)))
-            .collect(),
-        budgets: a
-            .budgets
-            .iter()
-            .filter(|b| engine_cells.iter().any(|(_, n, _)| wanted(n, b)))
-            .cloned()
-            .collect(),
-        repeats: a.repeats,
-        runs: a.runs,
-    };
+    let setup = grid.setup(a.benchmark.clone(), a.repeats, a.runs);
     let (mut results, mut rows) = ResultsFile::open::<Row>(&a.out)?;
     let done = bench::done(&rows);
-    let arms = grid
-        .iter()
-        .filter(|x| a.arms.is_empty() || a.arms.contains(x))
-        .count();
-    let total = faults.len() * arms * a.repeats;
+    let total = faults.len() * grid.arm_count() * a.repeats;
     let llm = if a.engines.iter().any(|e| e.needs_llm()) {
-        Some(crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?.model)
+        Some(crate::llm::chat_model(g, &a.llm)?)
     } else {
         None
     };
@@ -120,27 +74,17 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
         .iter()
         .map(|d| Subject::load(d))
         .collect::<Result<_, _>>()?;
-    let mut cells: Vec<(&Subject, CellId, Budget, EngineArg, PruneArg)> = Vec::new();
-    for subject in &subjects {
-        for (budget_name, budget) in &budgets {
-            for (engine, name, prune) in &engine_cells {
-                if !wanted(name, budget_name) {
-                    continue;
-                }
-                for repeat in 0..a.repeats {
-                    let cell = CellId {
-                        fault: subject.name.clone(),
-                        engine: name.clone(),
-                        budget: budget_name.clone(),
-                        repeat,
-                    };
-                    if !done.contains(&cell.key()) {
-                        cells.push((subject, cell, *budget, *engine, *prune));
-                    }
-                }
-            }
-        }
-    }
+    let names: Vec<String> = subjects.iter().map(|s| s.name.clone()).collect();
+    let cells: Vec<(&Subject, CellId, Budget, Engine, PruneArg)> = grid
+        .pending(&names, a.repeats, &done)
+        .into_iter()
+        .map(|(at, cell)| {
+            let v = &grid.variants[at.variant];
+            let prune = v.prune.unwrap_or(PruneArg::None);
+            let budget = budgets[at.budget].1;
+            (&subjects[at.fault], cell, budget, v.engine, prune)
+        })
+        .collect();
     let ev = context::evaluator(g).await?;
     let already = total - cells.len();
     if already > 0 {
@@ -224,13 +168,13 @@ async fn repair_cell(
     subject: &Subject,
     cell: &CellId,
     budget: Budget,
-    (engine, prune): (EngineArg, PruneArg),
+    (engine, prune): (Engine, PruneArg),
     a: &BenchRepairArgs,
     llm: &Option<std::sync::Arc<dyn reprolab_llm::ChatModel>>,
 ) -> Result<Row> {
     let trainer = EvalTrainer::new(ev, subject, progress::bar(0, "", true));
     let spec = RepairSpec {
-        engine: engine.into(),
+        engine,
         budget,
         seed: cell.repeat as u64,
         runs: a.runs,

@@ -9,18 +9,17 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use reprolab_codegen::checks::{self, Measured, RunnerComparison, failure_text};
-use reprolab_codegen::generate::ModelError;
 use reprolab_codegen::generations::{
     Generation, attach_expected, load_earlier_generations, load_generations, missing_samples,
     reference_answers, select_generations, tasks_with_answers,
 };
 use reprolab_codegen::harness::{OnDone, by_task};
+use reprolab_codegen::llm::{LlmClassifier, LlmGenerator};
 use reprolab_codegen::metrics::Summary;
 use reprolab_codegen::refine::Classifier;
 use reprolab_codegen::report::{RunInfo, summary_notes, summary_rows};
 use reprolab_codegen::rundir::{self, Appender};
 use reprolab_codegen::task::{Task, select};
-use reprolab_codegen::taxonomy::FailureClassifier;
 use reprolab_codegen::{
     Generator, Harness, Options, SampleResult, Status, TimeoutPolicy, load_tasks,
 };
@@ -45,67 +44,9 @@ pub async fn run(g: &Global, c: &CodegenCommand) -> Result<ExitCode> {
     }
 }
 
-/// The model of `--llm` as a code generator: the task's prompt, `n` answers in one request.
-struct LlmGenerator(Arc<dyn reprolab_llm::ChatModel>);
-
-#[async_trait::async_trait]
-impl Generator for LlmGenerator {
-    async fn generate(
-        &self,
-        task: &Task,
-        n: u32,
-        temperature: f64,
-    ) -> Result<Vec<String>, ModelError> {
-        let request = reprolab_llm::ChatRequest {
-            messages: vec![reprolab_llm::Message::user(
-                reprolab_codegen::generate::prompt_text(task),
-            )],
-            temperature,
-            max_tokens: 2048,
-            n,
-            seed: Some(0),
-            json_mode: false,
-        };
-        let response = self.0.chat(&request).await?;
-        Ok(response.choices.into_iter().map(|c| c.text).collect())
-    }
-
-    fn name(&self) -> String {
-        self.0.name()
-    }
-}
-
 fn llm_generator(g: &Global, a: &crate::llm::LlmArgs) -> Result<Box<dyn Generator>> {
-    let model = crate::llm::open(g, a, crate::llm::local_factory(g), None)?.model;
+    let model = crate::llm::chat_model(g, a)?;
     Ok(Box::new(LlmGenerator(model)))
-}
-
-/// The model of `--classify-llm` as a failure classifier: one answer at temperature 0.
-struct LlmClassifier(Arc<dyn reprolab_llm::ChatModel>);
-
-#[async_trait::async_trait]
-impl FailureClassifier for LlmClassifier {
-    async fn classify(&self, prompt: &str) -> Result<String, ModelError> {
-        let request = reprolab_llm::ChatRequest {
-            messages: vec![reprolab_llm::Message::user(prompt)],
-            temperature: 0.0,
-            max_tokens: 256,
-            n: 1,
-            seed: Some(0),
-            json_mode: true,
-        };
-        let response = self.0.chat(&request).await?;
-        response
-            .choices
-            .into_iter()
-            .next()
-            .map(|c| c.text)
-            .ok_or_else(|| "the model returned no answer".into())
-    }
-
-    fn name(&self) -> String {
-        self.0.name()
-    }
 }
 
 /// The classifier of `--classify-llm SPEC`: the LLM stack of `--llm` with another model (the
@@ -115,7 +56,7 @@ fn llm_classifier(g: &Global, a: &crate::llm::LlmArgs, spec: &str) -> Result<Cla
         llm: Some(spec.to_string()),
         ..a.clone()
     };
-    let model = crate::llm::open(g, &args, crate::llm::local_factory(g), None)?.model;
+    let model = crate::llm::chat_model(g, &args)?;
     Ok(Classifier::new(
         Arc::new(LlmClassifier(model)),
         Some(context::open_store(g)?),

@@ -36,25 +36,18 @@ pub fn compare(
     goal: Goal,
     margin: Option<f64>,
 ) -> Comparison {
-    let (mut xa, mut xb) = (Vec::new(), Vec::new());
-    for (ea, eb) in a.iter().zip(b) {
-        if let (Some(va), Some(vb)) = (
-            ea.record.outcome.metric(split),
-            eb.record.outcome.metric(split),
-        ) {
-            xa.push(va);
-            xb.push(vb);
-        }
-    }
     let goal = match goal {
         Goal::Max => stats::Goal::Max,
         Goal::Min => stats::Goal::Min,
     };
-    let (all_a, all_b) = (super::metrics(a, split), super::metrics(b, split));
+    let values = |r: &[Evaluation]| -> Vec<Option<f64>> {
+        r.iter().map(|e| e.record.outcome.metric(split)).collect()
+    };
+    let (stats, equivalence) = stats::compare_by_seed(&values(a), &values(b), goal, margin);
     Comparison {
         split,
-        stats: stats::compare(&xa, &xb, &all_a, &all_b, goal),
-        equivalence: margin.and_then(|m| stats::tost(&stats::rounded_differences(&xb, &xa), m)),
+        stats,
+        equivalence,
     }
 }
 

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 use reprolab_core::Split;
-use reprolab_exec::Mode;
+use reprolab_exec::{Evaluation, Mode};
 use serde_json::json;
 
 use super::{ci, run_seeds, runs_json, summary};
@@ -107,7 +107,7 @@ pub async fn run(g: &Global, a: &EvalArgs) -> Result<ExitCode> {
             ]);
         }
         print!("{}", render(&rows));
-        if let Some(shown) = evals.iter().find_map(super::failure_report) {
+        if let Some(shown) = evals.iter().find_map(Evaluation::failure_report) {
             println!("\n{shown}");
         }
     }

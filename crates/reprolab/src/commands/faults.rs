@@ -81,7 +81,7 @@ async fn train_config(
             e.record.outcome.summary(),
             reprolab_faults::FAULT_FILE,
         );
-        if let Some(shown) = super::failure_report(e) {
+        if let Some(shown) = e.failure_report() {
             message = format!("{message}\n{shown}");
         }
         return Ok(Err(ProgramFailure(message)));

@@ -87,7 +87,7 @@ pub async fn run(g: &Global, a: &InitArgs) -> Result<ExitCode> {
             "\ncheck: one training (seed 0) failed: {}",
             outcome.summary()
         );
-        if let Some(shown) = super::failure_report(e) {
+        if let Some(shown) = e.failure_report() {
             println!("{shown}");
         }
     }

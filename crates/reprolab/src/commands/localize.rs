@@ -100,7 +100,7 @@ pub async fn run(g: &Global, a: &LocalizeArgs) -> Result<ExitCode> {
         _ => Some(context::evaluator(g).await?),
     };
     let model = if a.engine == LocalizeEngine::Llm {
-        Some(crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?.model)
+        Some(crate::llm::chat_model(g, &a.llm)?)
     } else {
         None
     };

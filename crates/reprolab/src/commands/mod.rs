@@ -51,24 +51,6 @@ pub async fn run_seeds(
     Ok(result?)
 }
 
-/// How a failed run is shown to people: its traceback, or its last output when it raised nothing
-/// (a crash, a timeout); `None` for a finished run or a failure that left nothing to show.
-pub fn failure_report(e: &Evaluation) -> Option<String> {
-    let seed = e.record.seed;
-    match &e.record.outcome {
-        reprolab_core::Outcome::Ok { .. } => None,
-        reprolab_core::Outcome::Exception { traceback, .. } => Some(format!(
-            "first failure (seed {seed}):\n{}",
-            traceback.trim_end()
-        )),
-        _ if !e.record.output_tail.is_empty() => Some(format!(
-            "first failure (seed {seed}), last output:\n{}",
-            e.record.output_tail.trim_end()
-        )),
-        _ => None,
-    }
-}
-
 /// Metric values of the finished runs on one split.
 pub fn metrics(evals: &[Evaluation], split: Split) -> Vec<f64> {
     evals

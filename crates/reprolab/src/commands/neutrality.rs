@@ -21,33 +21,11 @@ use crate::trainer::EvalTrainer;
 /// The wall-clock budget when neither `--budget` nor `--nodes` is given.
 const DEFAULT_BUDGET: Duration = Duration::from_secs(30 * 60);
 
-/// `30m`, `90s`, `1h`, `1.5h`: a number and a unit (s, m, h).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let expected = "expected a number with a unit, like 30m, 90s or 1h";
-    let split = t
-        .find(|c: char| c.is_ascii_alphabetic())
-        .ok_or_else(|| format!("{t:?} has no unit; {expected}"))?;
-    let (num, unit) = t.split_at(split);
-    let x: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("{num:?} is not a number; {expected}"))?;
-    let scale = match unit.trim() {
-        "s" | "sec" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        u => return Err(format!("unknown unit {u:?}; {expected}")),
-    };
-    if !(x.is_finite() && x > 0.0) {
-        return Err(format!("{t:?} is not a positive duration; {expected}"));
-    }
-    Ok(Duration::from_secs_f64(x * scale))
-}
-
 pub async fn run(g: &Global, a: &NeutralityArgs) -> Result<ExitCode> {
     let budget = match (&a.budget, a.nodes) {
-        (Some(b), _) => Some(parse_duration(b).map_err(|e| anyhow!("--budget {b:?}: {e}"))?),
+        (Some(b), _) => {
+            Some(neutrality::parse_duration(b).map_err(|e| anyhow!("--budget {b:?}: {e}"))?)
+        }
         (None, None) => Some(DEFAULT_BUDGET),
         (None, Some(_)) => None,
     };
@@ -172,21 +150,4 @@ fn print_summary(s: &Summary, alts: &Alternatives) {
         s.graph[1].display(),
         s.graph[2].display()
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_need_a_unit() {
-        assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
-        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
-        assert_eq!(parse_duration(" 1.5h ").unwrap(), Duration::from_secs(5400));
-        assert_eq!(parse_duration("2 min").unwrap(), Duration::from_secs(120));
-        for bad in ["30", "m", "-1m", "0s", "3d", "x5m"] {
-            let e = parse_duration(bad).unwrap_err();
-            assert!(e.contains("like 30m"), "{bad}: {e}");
-        }
-    }
 }

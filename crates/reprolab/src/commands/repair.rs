@@ -149,7 +149,7 @@ pub async fn run(g: &Global, a: &RepairArgs) -> Result<ExitCode> {
         stop_at: a.stop_at,
         parallel: ev.workers(),
         llm: if a.engine.needs_llm() {
-            Some(crate::llm::open(g, &a.llm, crate::llm::local_factory(g), None)?.model)
+            Some(crate::llm::chat_model(g, &a.llm)?)
         } else {
             None
         },

@@ -127,16 +127,7 @@ fn print_verdict(p: &Prepared, verdict: &Verdict, out: Option<&Path>) {
         }
     );
     // Runs that ended the same way are one line.
-    let mut groups: Vec<(bool, &str, Vec<u64>)> = Vec::new();
-    for r in &verdict.per_run {
-        match groups
-            .iter_mut()
-            .find(|(s, why, _)| *s == r.shows && *why == r.reason)
-        {
-            Some(g) => g.2.push(r.seed),
-            None => groups.push((r.shows, &r.reason, vec![r.seed])),
-        }
-    }
+    let groups = verdict.run_groups();
     for (shows, why, seeds) in groups {
         let seeds: Vec<String> = seeds.iter().map(u64::to_string).collect();
         let verb = if shows { "show it" } else { "do not" };

@@ -1,16 +1,15 @@
 //! `reprolab paper grade`: a PaperBench rubric graded from given scores, a verification and the
 //! LLM judge, in that order.
 
-use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use reprolab_paper::checks::Outcome;
-use reprolab_paper::fingerprint::Criterion;
 use reprolab_paper::judge::LlmJudge;
-use reprolab_paper::rubric::{Grade, LeafScore, Rubric, parse_scores, scores_from_verification};
-use reprolab_paper::verify::{Judge, Verification};
+use reprolab_paper::rubric::{
+    Grade, LeafScore, Rubric, parse_scores, read_verification, scores_from_verification,
+};
+use reprolab_paper::verify::Judge;
 
 use super::check_votes;
 use crate::cli::{Global, PaperGradeArgs};
@@ -38,7 +37,10 @@ pub async fn grade(g: &Global, a: &PaperGradeArgs) -> Result<ExitCode> {
     let mut scores = match &a.scores {
         Some(path) => {
             let scores = parse_scores(path)?;
-            check_leaf_ids(&rubric, &scores, path, a.code_dev)?;
+            // With --code-dev, scores of the removed leaves are expected, and ignored.
+            if !a.code_dev {
+                rubric.check_score_ids(&scores, path)?;
+            }
             scores
         }
         None => Default::default(),
@@ -66,7 +68,7 @@ pub async fn grade(g: &Global, a: &PaperGradeArgs) -> Result<ExitCode> {
         let bar = progress::bar(unscored.len() as u64, "leaves judged", g.json);
         for leaf in unscored {
             bar.set_message(leaf.id.clone());
-            let r = judge.judge(&leaf_as_criterion(leaf), &a.submission).await;
+            let r = judge.judge(&leaf.as_criterion(), &a.submission).await;
             let score = match r.outcome {
                 Outcome::Pass => Some(1.0),
                 Outcome::Fail => Some(0.0),
@@ -105,58 +107,6 @@ pub async fn grade(g: &Global, a: &PaperGradeArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Scores for leaves the rubric lacks are a mistake in the file (with --code-dev they may be
-/// the removed leaves' scores, and are ignored).
-fn check_leaf_ids(
-    rubric: &Rubric,
-    scores: &BTreeMap<String, LeafScore>,
-    path: &Path,
-    code_dev: bool,
-) -> Result<()> {
-    let known: std::collections::HashSet<&str> =
-        rubric.leaves().iter().map(|l| l.id.as_str()).collect();
-    let unknown: Vec<&str> = scores
-        .keys()
-        .map(|k| k.as_str())
-        .filter(|k| !known.contains(k))
-        .collect();
-    if !unknown.is_empty() && !code_dev {
-        bail!(
-            "{}: scores for leaves the rubric does not have: {}",
-            path.display(),
-            unknown.join(", ")
-        );
-    }
-    Ok(())
-}
-
-/// The verification of `paper verify --out` (verification.json), or a bare verification.
-fn read_verification(path: &Path) -> Result<Verification> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{}: cannot read the verification", path.display()))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
-    let inner = value.get("verification").cloned().unwrap_or(value);
-    serde_json::from_value(inner).with_context(|| {
-        format!(
-            "{}: not a verification (expected the verification.json of `reprolab paper verify --out`)",
-            path.display()
-        )
-    })
-}
-
-/// A rubric leaf put to the judge as a criterion: its requirement is the fact.
-fn leaf_as_criterion(leaf: &Rubric) -> Criterion {
-    Criterion {
-        id: leaf.id.clone(),
-        fact: leaf.requirements.clone(),
-        scope: leaf.task_category.clone().unwrap_or_default(),
-        category: "algorithm".into(),
-        source: leaf.requirements.clone(),
-        checks: Vec::new(),
-    }
 }
 
 fn print_tree(g: &Grade, depth: usize) {
