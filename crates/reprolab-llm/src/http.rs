@@ -214,15 +214,21 @@ pub fn parse_retry_after(v: &str) -> Option<Duration> {
 
 /// The first [`EXCERPT_CHARS`] characters of `s`, on one line.
 pub(crate) fn excerpt(s: &str) -> String {
+    one_line_excerpt(s, EXCERPT_CHARS)
+}
+
+/// The first `max_chars` characters of `s` on one line (control characters as spaces, trimmed),
+/// with `…` where it was cut: how an answer's body is quoted in an error message.
+pub fn one_line_excerpt(s: &str, max_chars: usize) -> String {
     let flat: String = s
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
     let flat = flat.trim();
-    if flat.chars().count() <= EXCERPT_CHARS {
+    if flat.chars().count() <= max_chars {
         return flat.to_string();
     }
-    let cut: String = flat.chars().take(EXCERPT_CHARS).collect();
+    let cut: String = flat.chars().take(max_chars).collect();
     format!("{cut}…")
 }
 

@@ -278,24 +278,7 @@ pub async fn guided<O: Objective>(
     let found = if finalists(subject, &found.trials, FINALISTS).len() < 2
         && !confirming.budget.is_empty()
     {
-        let more = SearchSettings {
-            budget: confirming.budget,
-            seed: settings.seed + 3 * 7919,
-            time_ref_s: Some(confirming.reference).filter(|r| *r > 0.0),
-            ..settings.clone()
-        };
-        let before = found.trials.len();
-        let spent_s = found.spent_s;
-        let budget_s = found.budget_s;
-        let tpe = &mut TpeSampler::new(more.seed, subject.metric.goal);
-        let went_on = search_from(obj, &last, tpe, &more, found.trials).await?;
-        confirming.spend(went_on.trials.len() - before, went_on.spent_s);
-        SearchResult {
-            engine: "guided".into(),
-            spent_s: spent_s + went_on.spent_s,
-            budget_s,
-            ..went_on
-        }
+        search_on(obj, &last, found, &mut confirming, settings).await?
     } else {
         found
     };
@@ -317,6 +300,33 @@ pub async fn guided<O: Objective>(
         engine: "guided".into(),
         budget_s: whole_s,
         ..confirmed
+    })
+}
+
+/// Fewer than two finalists leave nothing to choose between: the confirmation's share goes on
+/// searching `subject` (the last phase's space) from `found`'s trials, and is spent.
+async fn search_on<O: Objective>(
+    obj: &O,
+    subject: &Subject,
+    found: SearchResult,
+    confirming: &mut Confirming,
+    settings: &SearchSettings,
+) -> Result<SearchResult, RepairError> {
+    let more = SearchSettings {
+        budget: confirming.budget,
+        seed: settings.seed + 3 * 7919,
+        time_ref_s: Some(confirming.reference).filter(|r| *r > 0.0),
+        ..settings.clone()
+    };
+    let (before, spent_s, budget_s) = (found.trials.len(), found.spent_s, found.budget_s);
+    let tpe = &mut TpeSampler::new(more.seed, subject.metric.goal);
+    let went_on = search_from(obj, subject, tpe, &more, found.trials).await?;
+    confirming.spend(went_on.trials.len() - before, went_on.spent_s);
+    Ok(SearchResult {
+        engine: "guided".into(),
+        spent_s: spent_s + went_on.spent_s,
+        budget_s,
+        ..went_on
     })
 }
 

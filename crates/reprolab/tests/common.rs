@@ -96,6 +96,16 @@ pub fn stored_alternatives(fault: &Path, s: &serde_json::Value) -> serde_json::V
     stored
 }
 
+/// Every run's outcome in an `eval --json` answer, in seed order.
+pub fn outcomes(v: &serde_json::Value) -> Vec<serde_json::Value> {
+    v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"].clone())
+        .collect()
+}
+
 /// The outcome kinds of the `outcomes` fixture's `by_seed` behaviour, seed by seed (its
 /// `BY_SEED`: ok, raise, sleep, allocate, nan, print, segfault, exit, wrong_type); seeds 9 and 10
 /// (network, secrets) depend on the machine's isolation.

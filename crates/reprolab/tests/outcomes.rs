@@ -42,12 +42,7 @@ fn outcomes_by_seed(subject: &str, runs: usize) -> Vec<serde_json::Value> {
         .arg(&cfg)
         .arg(fixture(subject)));
     assert_eq!(out.status.code(), Some(1), "failed runs exit 1: {out:?}");
-    json(&out)["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["outcome"].clone())
-        .collect()
+    outcomes(&json(&out))
 }
 
 #[test]

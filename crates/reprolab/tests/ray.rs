@@ -208,15 +208,6 @@ fn trained(v: &Value) -> u64 {
     v["runs"].as_array().unwrap().len() as u64 - v["cached"].as_u64().unwrap()
 }
 
-fn outcomes(v: &Value) -> Vec<Value> {
-    v["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["outcome"].clone())
-        .collect()
-}
-
 #[test]
 fn eval_on_a_two_node_cluster_matches_the_local_backend_and_its_cache_keys() {
     let Some(cluster) = cluster() else {

@@ -411,14 +411,5 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
 
 /// The first [`EXCERPT_CHARS`] characters of `s`, on one line.
 pub(crate) fn excerpt(s: &str) -> String {
-    let flat: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let flat = flat.trim();
-    if flat.chars().count() <= EXCERPT_CHARS {
-        return flat.to_string();
-    }
-    let cut: String = flat.chars().take(EXCERPT_CHARS).collect();
-    format!("{cut}…")
+    reprolab_llm::one_line_excerpt(s, EXCERPT_CHARS)
 }
