@@ -99,11 +99,7 @@ impl JsonClient {
             .await
             .map_err(|e| self.transport_error(url, e))?;
         let status = resp.status().as_u16();
-        let retry_after = resp
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_retry_after);
+        let retry_after = retry_after(resp.headers());
         if !(200..300).contains(&status) {
             let body = self
                 .read_capped(url, resp, 64 * 1024)
@@ -203,6 +199,14 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
         cur = s.source();
     }
     parts.join(": ")
+}
+
+/// An answer's `Retry-After` header as a delay (see [`parse_retry_after`]).
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    headers
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_retry_after)
 }
 
 /// `Retry-After` as delay-seconds (integer or decimal). HTTP dates are ignored (the caller then

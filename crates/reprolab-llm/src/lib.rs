@@ -36,7 +36,9 @@ pub use cassette::{Recording, Replay, request_hash};
 pub use config::{ConfigError, LlmConfig};
 pub use endpoint::Endpoint;
 pub use error::LlmError;
-pub use http::{DEFAULT_MAX_RESPONSE_BYTES, error_chain, one_line_excerpt, parse_retry_after};
+pub use http::{
+    DEFAULT_MAX_RESPONSE_BYTES, error_chain, one_line_excerpt, parse_retry_after, retry_after,
+};
 pub use limit::Limited;
 pub use log::{CallLog, CallRecord, CallTotals, Logged};
 pub use meter::{Meter, MeterSnapshot};

@@ -14,8 +14,8 @@ use std::hash::{BuildHasher, RandomState};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use reprolab_llm::{RetryPolicy, Secret, error_chain, parse_retry_after};
-use reqwest::header::{HeaderMap, RETRY_AFTER};
+use reprolab_llm::{RetryPolicy, Secret, error_chain, retry_after};
+use reqwest::header::HeaderMap;
 use sha2::{Digest, Sha256};
 
 /// How much of an error answer goes into a message.
@@ -298,11 +298,7 @@ impl Network {
             Err(e) => return (Err(self.transport_error(url, &e)), None),
         };
         let status = resp.status().as_u16();
-        let retry_after = resp
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_retry_after);
+        let retry_after = retry_after(resp.headers());
         if !(200..300).contains(&status) {
             let headers = resp.headers().clone();
             let body = read_capped(resp, 64 * 1024, url, self)
