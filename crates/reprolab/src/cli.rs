@@ -755,12 +755,6 @@ pub enum EngineArg {
     LlmRefine,
 }
 
-impl EngineArg {
-    pub fn needs_llm(self) -> bool {
-        matches!(self, EngineArg::Llm | EngineArg::LlmRefine)
-    }
-}
-
 /// In-training pruning of a search's trials (random, tpe, bohb).
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]

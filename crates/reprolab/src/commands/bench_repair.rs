@@ -63,7 +63,7 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
     let (mut results, mut rows) = ResultsFile::open::<Row>(&a.out)?;
     let done = bench::done(&rows);
     let total = faults.len() * grid.arm_count() * a.repeats;
-    let llm = if a.engines.iter().any(|e| e.needs_llm()) {
+    let llm = if a.engines.iter().any(|&e| Engine::from(e).needs_llm()) {
         Some(crate::llm::chat_model(g, &a.llm)?)
     } else {
         None

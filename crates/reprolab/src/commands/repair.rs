@@ -148,7 +148,7 @@ pub async fn run(g: &Global, a: &RepairArgs) -> Result<ExitCode> {
         minimize: a.minimize,
         stop_at: a.stop_at,
         parallel: ev.workers(),
-        llm: if a.engine.needs_llm() {
+        llm: if Engine::from(a.engine).needs_llm() {
             Some(crate::llm::chat_model(g, &a.llm)?)
         } else {
             None
