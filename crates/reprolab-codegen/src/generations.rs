@@ -234,9 +234,9 @@ pub fn append_generation(path: &Path, g: &Generation) -> std::io::Result<()> {
 /// The generations of `tasks`, the first `samples` per task when given, ordered by task then
 /// sample. Generations of tasks that are not in the task file at all are an error (most likely
 /// the wrong file); those of tasks left out by `--only` are skipped.
-pub fn select_generations(
+pub fn select_generations<T: std::borrow::Borrow<Task>>(
     gens: Vec<Generation>,
-    tasks: &[Task],
+    tasks: &[T],
     all_ids: &HashSet<String>,
     samples: Option<u32>,
 ) -> Result<Vec<Generation>, SelectError> {
@@ -255,7 +255,7 @@ pub fn select_generations(
     let order: HashMap<&str, usize> = tasks
         .iter()
         .enumerate()
-        .map(|(i, t)| (t.id.as_str(), i))
+        .map(|(i, t)| (t.borrow().id.as_str(), i))
         .collect();
     let mut by: BTreeMap<(usize, u32), Generation> = BTreeMap::new();
     for g in gens {

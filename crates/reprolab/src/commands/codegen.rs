@@ -238,8 +238,7 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
     let gens: Vec<Generation> = match (&a.generations, &generator) {
         (Some(file), _) => {
             let gens = load_generations(file).with_context(|| file.display().to_string())?;
-            let bare: Vec<Task> = tasks.iter().map(|t| (**t).clone()).collect();
-            select_generations(gens, &bare, &all_ids, a.samples)?
+            select_generations(gens, &tasks, &all_ids, a.samples)?
         }
         (None, Some(model)) => {
             let path = a.out.join(rundir::GENERATIONS_FILE);
@@ -257,8 +256,7 @@ async fn run_answers(g: &Global, a: &CodegenRunArgs) -> Result<ExitCode> {
             )
             .await?;
             pb.finish_and_clear();
-            let bare: Vec<Task> = tasks.iter().map(|t| (**t).clone()).collect();
-            select_generations(all, &bare, &all_ids, Some(n))?
+            select_generations(all, &tasks, &all_ids, Some(n))?
         }
         (None, None) => bail!("give --generations FILE or --llm SPEC"),
     };
@@ -430,8 +428,7 @@ async fn bench(g: &Global, a: &CodegenBenchArgs) -> Result<ExitCode> {
     let gens: Vec<Generation> = match &a.generations {
         Some(file) => {
             let gens = load_generations(file).with_context(|| file.display().to_string())?;
-            let bare: Vec<Task> = tasks.iter().map(|t| (**t).clone()).collect();
-            select_generations(gens, &bare, &all_ids, None)?
+            select_generations(gens, &tasks, &all_ids, None)?
         }
         None => {
             if a.repeat == 0 {
