@@ -293,15 +293,8 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), ImplementError
         what: "cannot write",
         source,
     };
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(io)?;
-    }
     let text = serde_json::to_string_pretty(value).unwrap_or_default() + "\n";
-    // Written aside and renamed: a kill never leaves half a state file.
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(io)
+    crate::write_atomically(path, text.as_bytes()).map_err(io)
 }
 
 fn save(path: &Path, state: &Implementation) -> Result<(), ImplementError> {

@@ -44,3 +44,13 @@ pub use fingerprint::{Criterion, Fingerprint, FingerprintError};
 pub use lineage::{Corpus, Lineage, LineageError};
 pub use rubric::{Grade, LeafScore, Rubric, RubricError};
 pub use verify::{Verdict, Verification};
+
+/// Writes `bytes` aside and renames, so that a killed run never leaves half a file.
+pub(crate) fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}

@@ -18,6 +18,8 @@ use reprolab_llm::{RetryPolicy, Secret, error_chain, retry_after};
 use reqwest::header::HeaderMap;
 use sha2::{Digest, Sha256};
 
+use crate::write_atomically;
+
 /// How much of an error answer goes into a message.
 const EXCERPT_CHARS: usize = 200;
 
@@ -393,16 +395,6 @@ async fn read_capped(
             Err(e) => return Err(net.transport_error(url, &e)),
         }
     }
-}
-
-/// Writes `bytes` aside and renames, so that a killed run never leaves half an answer.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
 }
 
 /// The first [`EXCERPT_CHARS`] characters of `s`, on one line.

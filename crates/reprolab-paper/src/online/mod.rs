@@ -23,7 +23,9 @@ use serde::Serialize;
 use crate::document::{Paper, Reference, surnames};
 use crate::lineage::{Match, TITLE_MATCH, jaccard, match_reference, title_words};
 use arxiv::ArxivEntry;
-use fetch::{FetchError, Fetcher, NetworkSettings, Service, write_atomically};
+use fetch::{FetchError, Fetcher, NetworkSettings, Service};
+
+use crate::write_atomically;
 
 /// arXiv's export API.
 pub const DEFAULT_ARXIV_URL: &str = "https://export.arxiv.org/api/query";
