@@ -468,6 +468,8 @@ pub async fn resolve_online(
     lookup: &mut Lookup,
 ) -> Lineage {
     let mut pass = corpus_pass(paper, corpus);
+    // A repository's files are chosen by their relevance to what the entries are ranked by.
+    let (query, _) = ranking_query(paper);
     let online = lookup.is_online();
     let reason = |online_part: Option<String>| {
         let mut parts: Vec<String> = Vec::new();
@@ -529,18 +531,19 @@ pub async fn resolve_online(
             f.cited_as.push(reference.raw.clone());
             continue;
         }
-        let (code_files, code_from, code_url, code_note) = match lookup.find_code(&found).await {
-            Ok(code) if !code.files.is_empty() => {
-                (code.files, Some(Source::Github), Some(code.repo_url), None)
-            }
-            Ok(code) => (
-                Vec::new(),
-                None,
-                Some(code.repo_url),
-                Some(format!("no code file fetched ({})", code.why)),
-            ),
-            Err(why) => (Vec::new(), None, None, Some(why)),
-        };
+        let (code_files, code_from, code_url, code_note) =
+            match lookup.find_code(&found, &query).await {
+                Ok(code) if !code.files.is_empty() => {
+                    (code.files, Some(Source::Github), Some(code.repo_url), None)
+                }
+                Ok(code) => (
+                    Vec::new(),
+                    None,
+                    Some(code.repo_url),
+                    Some(format!("no code file fetched ({})", code.why)),
+                ),
+                Err(why) => (Vec::new(), None, None, Some(why)),
+            };
         pass.found.push(Found {
             id,
             code_root: Some(found.dir.clone()),
@@ -730,7 +733,7 @@ fn ranking_query(paper: &Paper) -> (String, String) {
 
 /// BM25 of each of `texts` against `query`, with term statistics from `background` (not only
 /// the found ones: rarity is judged over the corpus).
-fn bm25_scores(background: &[&str], texts: &[&str], query: &str) -> Vec<f64> {
+pub(crate) fn bm25_scores(background: &[&str], texts: &[&str], query: &str) -> Vec<f64> {
     if texts.is_empty() {
         return Vec::new();
     }

@@ -626,35 +626,31 @@ pairs of examples early in training.</summary>
         FakeAnswer::json(
             r#"{"total_count": 1, "incomplete_results": false, "items": [{"full_name": "tyilmaz/curriculum-ordering",
             "html_url": "https://github.com/tyilmaz/curriculum-ordering", "name": "curriculum-ordering",
-            "description": "Code of Curriculum Ordering for Noisy Annotations (2022)"}]}"#,
+            "description": "Code of Curriculum Ordering for Noisy Annotations (2022)",
+            "default_branch": "main"}]}"#,
         ),
     );
-    web.route(
-        "/repos/tyilmaz/curriculum-ordering/contents",
-        &[],
-        FakeAnswer::json(
-            json!([
-                {"name": "README.md", "type": "file", "size": 30,
-                 "download_url": format!("{}/raw/README.md", web.url())},
-                {"name": "curriculum.py", "type": "file", "size": 40,
-                 "download_url": format!("{}/raw/curriculum.py", web.url())},
-                {"name": "data", "type": "dir", "size": 0, "download_url": null}
-            ])
-            .to_string(),
-        ),
-    );
-    web.route(
-        "/raw/README.md",
-        &[],
-        FakeAnswer::text("# Curriculum ordering\n"),
-    );
-    web.route(
-        "/raw/curriculum.py",
-        &[],
-        FakeAnswer::text("def order(examples): return sorted(examples)\n"),
+    // The method's code is in a package folder, beside tests and docs.
+    web.repository(
+        "tyilmaz/curriculum-ordering",
+        "main",
+        &[
+            ("README.md", "# Curriculum ordering\n"),
+            (
+                "curriculum.py",
+                "def order(examples): return sorted(examples)\n",
+            ),
+            ("curriculum_ordering/models/agreement.py", AGREEMENT_PY),
+            ("tests/test_curriculum.py", "def test_order(): pass\n"),
+            ("docs/conf.py", "project = 'curriculum'\n"),
+        ],
     );
     web
 }
+
+/// The nested model file of the fake repository: what `implement --online` must show the model.
+const AGREEMENT_PY: &str =
+    "def agreement_weights(annotations):\n    return [len(set(a)) for a in annotations]\n";
 
 /// `paper lineage PAPER --corpus CORPUS --json EXTRA` with arXiv and GitHub at `web` (arXiv's
 /// delay off, a GitHub token set).
@@ -697,9 +693,15 @@ fn lineage_online_finds_what_the_corpus_lacks_with_its_code_and_reruns_from_the_
         found["code_url"],
         "https://github.com/tyilmaz/curriculum-ordering"
     );
+    // The README, then the code most relevant to the papers (the nested model first); not the
+    // tests, not the docs.
     assert_eq!(
         found["code_files"],
-        json!(["code/README.md", "code/curriculum.py"])
+        json!([
+            "code/README.md",
+            "code/curriculum_ordering/models/agreement.py",
+            "code/curriculum.py"
+        ])
     );
     let root = std::path::PathBuf::from(found["code_root"].as_str().unwrap());
     assert_eq!(
@@ -707,6 +709,15 @@ fn lineage_online_finds_what_the_corpus_lacks_with_its_code_and_reruns_from_the_
         std::path::Path::new(".reprolab/lineage-cache/papers/arxiv-2203.01234")
     );
     assert!(tmp.path().join(&root).join("code/curriculum.py").is_file());
+    assert_eq!(
+        std::fs::read_to_string(
+            tmp.path()
+                .join(&root)
+                .join("code/curriculum_ordering/models/agreement.py")
+        )
+        .unwrap(),
+        AGREEMENT_PY
+    );
     let unresolved = l["unresolved"].as_array().unwrap();
     assert_eq!(unresolved.len(), 1);
     assert_eq!(
@@ -716,8 +727,13 @@ fn lineage_online_finds_what_the_corpus_lacks_with_its_code_and_reruns_from_the_
     assert_eq!(l["online"]["network"], true);
     assert_eq!(l["online"]["looked_up"], 1);
     let requests = web.requests();
-    // arXiv, the search, the listing, two files; the token only where GitHub's API is.
-    assert_eq!(requests.len(), 5, "{requests:?}");
+    // arXiv, the search (it names the default branch), the whole file tree, three files; the
+    // token only where GitHub's API is.
+    assert_eq!(requests.len(), 6, "{requests:?}");
+    assert_eq!(
+        requests[2].path,
+        "/repos/tyilmaz/curriculum-ordering/git/trees/main"
+    );
     assert!(requests[0].authorization.is_none());
     assert_eq!(
         requests[1].authorization.as_deref(),
@@ -728,16 +744,16 @@ fn lineage_online_finds_what_the_corpus_lacks_with_its_code_and_reruns_from_the_
     let out = lineage_at(tmp.path(), &web.url(), &["--online"]);
     assert_eq!(out.status.code(), Some(0));
     let again = json(&out);
-    assert_eq!(web.requests().len(), 5);
+    assert_eq!(web.requests().len(), 6);
     assert_eq!(again["online"]["requests"], 0);
-    assert_eq!(again["online"]["from_cache"], 5);
+    assert_eq!(again["online"]["from_cache"], 6);
     assert_eq!(again["resolved"], l["resolved"]);
 
     // Offline (no --online), the cache of that run is read, and nothing is asked.
     let out = lineage_at(tmp.path(), &web.url(), &[]);
     assert_eq!(out.status.code(), Some(0));
     let offline = json(&out);
-    assert_eq!(web.requests().len(), 5);
+    assert_eq!(web.requests().len(), 6);
     assert_eq!(offline["online"]["network"], false);
     assert_eq!(offline["resolved"].as_array().unwrap().len(), 3);
 

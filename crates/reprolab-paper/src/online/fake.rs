@@ -2,6 +2,7 @@
 //! `127.0.0.1:0` (like reprolab-llm's fake LLM servers) answering from routes — a path, words
 //! its decoded query must contain, and a canned answer — and remembering every request. A
 //! request no route answers gets 404 with GitHub's `{"message": "Not Found"}`.
+//! [`FakeWeb::repository`] adds the routes of a whole GitHub repository.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -166,6 +167,74 @@ impl FakeWeb {
         } else {
             routes.push(route);
         }
+    }
+
+    /// A GitHub repository `owner/name` with `files` (`/`-separated paths and their text) on
+    /// its default branch `branch`, as the API at this server's URL shows it: the repository
+    /// (`/repos/O/R`, its default branch), its recursive git tree (`/repos/O/R/git/trees/
+    /// BRANCH?recursive=1`), its top directory (`/repos/O/R/contents`, folders included), and
+    /// each file's text at `/raw/O/R/BRANCH/PATH` (where a stand-in API's raw files are
+    /// looked for). Routes added before win: a test can answer one of these otherwise.
+    pub fn repository(&self, full_name: &str, branch: &str, files: &[(&str, &str)]) {
+        let raw = |path: &str| format!("{}/raw/{full_name}/{branch}/{path}", self.url());
+        self.route(
+            &format!("/repos/{full_name}"),
+            &[],
+            FakeAnswer::json(
+                serde_json::json!({"full_name": full_name, "default_branch": branch}).to_string(),
+            ),
+        );
+        let mut tree: Vec<serde_json::Value> = Vec::new();
+        let mut folders: Vec<String> = Vec::new();
+        for (path, _) in files {
+            let parts: Vec<&str> = path.split('/').collect();
+            for depth in 1..parts.len() {
+                let folder = parts[..depth].join("/");
+                if !folders.contains(&folder) {
+                    tree.push(
+                        serde_json::json!({"path": folder, "mode": "040000", "type": "tree"}),
+                    );
+                    folders.push(folder);
+                }
+            }
+        }
+        let mut top: Vec<serde_json::Value> = folders
+            .iter()
+            .filter(|f| !f.contains('/'))
+            .map(|f| {
+                serde_json::json!({"name": f, "path": f, "type": "dir", "size": 0,
+                    "download_url": null})
+            })
+            .collect();
+        for (path, text) in files {
+            tree.push(
+                serde_json::json!({"path": path, "mode": "100644", "type": "blob",
+                "size": text.len()}),
+            );
+            if !path.contains('/') {
+                top.push(
+                    serde_json::json!({"name": path, "path": path, "type": "file",
+                    "size": text.len(), "download_url": raw(path)}),
+                );
+            }
+            self.route(
+                &format!("/raw/{full_name}/{branch}/{path}"),
+                &[],
+                FakeAnswer::text(*text),
+            );
+        }
+        self.route(
+            &format!("/repos/{full_name}/git/trees/{branch}"),
+            &["recursive=1"],
+            FakeAnswer::json(
+                serde_json::json!({"sha": "0", "tree": tree, "truncated": false}).to_string(),
+            ),
+        );
+        self.route(
+            &format!("/repos/{full_name}/contents"),
+            &[],
+            FakeAnswer::json(serde_json::Value::Array(top).to_string()),
+        );
     }
 
     /// Every request received so far, in arrival order.

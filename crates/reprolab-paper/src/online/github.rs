@@ -1,10 +1,11 @@
-//! GitHub's REST API: repositories linked from a paper's abstract, the repository search, and a
-//! repository's top-level files (the contents API), read from their JSON.
+//! GitHub's REST API: repositories linked from a paper's abstract, the repository search, a
+//! repository's default branch, its whole file list (the git trees API) or its top-level files
+//! (the contents API), read from their JSON; and where a file's raw text is downloaded.
 
 use serde::Deserialize;
 
 use crate::document::normalize;
-use crate::lineage::{TITLE_WITH_AUTHORS, is_code_name, jaccard, title_words};
+use crate::lineage::{TITLE_WITH_AUTHORS, jaccard, title_words};
 
 /// A repository, as the search API lists it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -17,6 +18,38 @@ pub struct Repo {
     pub description: Option<String>,
     #[serde(default)]
     pub homepage: Option<String>,
+    /// Search hits carry it: no request for the repository itself is needed then.
+    #[serde(default)]
+    pub default_branch: Option<String>,
+}
+
+/// What `GET /repos/{owner}/{repo}` says that matters here.
+#[derive(Debug, Deserialize)]
+struct RepoInfo {
+    default_branch: String,
+}
+
+/// One entry of a git tree: a file (`blob`), a folder (`tree`) or a submodule (`commit`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct TreeEntry {
+    /// Relative to the repository's root, `/`-separated.
+    pub path: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `120000` for a symbolic link (its blob is the link's target, not code).
+    #[serde(default)]
+    pub mode: String,
+    #[serde(default)]
+    pub size: u64,
+}
+
+/// A recursive git tree; `truncated` when GitHub left entries out (over 100,000 of them or
+/// 7 MB), so that it is not the whole repository.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Tree {
+    pub tree: Vec<TreeEntry>,
+    #[serde(default)]
+    pub truncated: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -56,6 +89,61 @@ pub fn search_url(base: &str, title: &str) -> Result<String, String> {
 /// The listing of a repository's top directory.
 pub fn contents_url(base: &str, full_name: &str) -> String {
     format!("{}/repos/{full_name}/contents", base.trim_end_matches('/'))
+}
+
+/// The repository itself (its default branch).
+pub fn repo_url(base: &str, full_name: &str) -> String {
+    format!("{}/repos/{full_name}", base.trim_end_matches('/'))
+}
+
+/// Every file of the repository at `branch`, in one answer (the git trees API, recursive).
+pub fn tree_url(base: &str, full_name: &str, branch: &str) -> Result<String, String> {
+    let mut url = parse_base(base, "the GitHub API URL")?;
+    url.path_segments_mut()
+        .map_err(|()| format!("the GitHub API URL {base:?} cannot have a path"))?
+        .pop_if_empty()
+        .extend(["repos"])
+        .extend(full_name.split('/'))
+        .extend(["git", "trees"])
+        .extend(branch.split('/'));
+    url.set_query(Some("recursive=1"));
+    Ok(url.to_string())
+}
+
+/// Where the text of `path` (a tree entry's) at `branch` is downloaded: `RAW/owner/repo/
+/// branch/path` (raw.githubusercontent.com's layout), each part percent-encoded.
+pub fn raw_url(
+    raw_base: &str,
+    full_name: &str,
+    branch: &str,
+    path: &str,
+) -> Result<String, String> {
+    let mut url = parse_base(raw_base, "the raw files' URL")?;
+    url.path_segments_mut()
+        .map_err(|()| format!("the raw files' URL {raw_base:?} cannot have a path"))?
+        .pop_if_empty()
+        .extend(full_name.split('/'))
+        .extend(branch.split('/'))
+        .extend(path.split('/'));
+    Ok(url.to_string())
+}
+
+fn parse_base(base: &str, what: &str) -> Result<reqwest::Url, String> {
+    reqwest::Url::parse(base.trim_end_matches('/'))
+        .map_err(|e| format!("{what} {base:?} is not a URL ({e})"))
+}
+
+/// The default branch, from the repository's own answer.
+pub fn parse_default_branch(body: &[u8]) -> Result<String, String> {
+    serde_json::from_slice::<RepoInfo>(body)
+        .map(|r| r.default_branch)
+        .map_err(|e| format!("the repository's answer is not what GitHub sends ({e})"))
+}
+
+/// A recursive git tree.
+pub fn parse_tree(body: &[u8]) -> Result<Tree, String> {
+    serde_json::from_slice::<Tree>(body)
+        .map_err(|e| format!("the file tree is not what GitHub sends ({e})"))
 }
 
 /// The repositories of a search answer, best first.
@@ -130,42 +218,7 @@ pub fn readme_cites(readme: &str, title: &str, arxiv_id: &str) -> bool {
     readme.contains(arxiv_id) || (!title_norm.is_empty() && normalize(readme).contains(&title_norm))
 }
 
-/// The files worth reading, README first, then code (Python first), at most `max`, each at most
-/// `max_bytes`; names that are hidden or could leave the directory are never taken.
-pub fn pick_files(listing: &[Content], max: usize, max_bytes: u64) -> Vec<&Content> {
-    let mut files: Vec<&Content> = listing
-        .iter()
-        .filter(|c| c.kind == "file" && c.download_url.is_some() && c.size <= max_bytes)
-        .filter(|c| {
-            !c.name.is_empty()
-                && !c.name.starts_with('.')
-                && !c.name.contains(['/', '\\'])
-                && c.name != ".."
-        })
-        .filter(|c| is_readme_name(&c.name) || is_code_name(&c.name))
-        .collect();
-    let order = |c: &Content| {
-        if is_readme_name(&c.name) {
-            0
-        } else if c.name.ends_with(".py") {
-            1
-        } else {
-            2
-        }
-    };
-    files.sort_by(|a, b| order(a).cmp(&order(b)).then(a.name.cmp(&b.name)));
-    // One README is enough.
-    let mut seen_readme = false;
-    files.retain(|c| {
-        let r = is_readme_name(&c.name);
-        let keep = !(r && seen_readme);
-        seen_readme |= r;
-        keep
-    });
-    files.truncate(max);
-    files
-}
-
+/// Whether a file's name is a README's.
 pub fn is_readme_name(name: &str) -> bool {
     name.to_ascii_lowercase().starts_with("readme")
 }
@@ -217,40 +270,54 @@ mod tests {
         assert!(parse_contents(br#"{"name": "README.md", "type": "file"}"#).is_err());
     }
 
-    fn file(name: &str, size: u64) -> Content {
-        Content {
-            name: name.into(),
-            kind: "file".into(),
-            size,
-            download_url: Some(format!("http://x/{name}")),
-        }
+    #[test]
+    fn trees_and_default_branches_are_read_and_bad_ones_are_errors() {
+        let body = br#"{"sha": "abc", "url": "u", "truncated": false, "tree": [
+            {"path": "src", "mode": "040000", "type": "tree", "sha": "1", "url": "u"},
+            {"path": "src/model.py", "mode": "100644", "type": "blob", "sha": "2", "size": 120,
+             "url": "u"},
+            {"path": "vendor/lib", "mode": "160000", "type": "commit", "sha": "3"}]}"#;
+        let tree = parse_tree(body).unwrap();
+        assert!(!tree.truncated);
+        assert_eq!(tree.tree.len(), 3);
+        assert_eq!(tree.tree[1].path, "src/model.py");
+        assert_eq!(tree.tree[1].size, 120);
+        assert_eq!(tree.tree[2].kind, "commit");
+        assert!(
+            parse_tree(br#"{"truncated": true, "tree": []}"#)
+                .unwrap()
+                .truncated
+        );
+        let e = parse_tree(br#"{"message": "Git Repository is empty."}"#).unwrap_err();
+        assert!(e.contains("not what GitHub sends"), "{e}");
+        assert_eq!(
+            parse_default_branch(br#"{"full_name": "o/r", "default_branch": "main"}"#).unwrap(),
+            "main"
+        );
+        assert!(parse_default_branch(br#"{"message": "Not Found"}"#).is_err());
     }
 
     #[test]
-    fn the_readme_and_small_code_files_are_picked() {
-        let listing = vec![
-            file("utils.py", 10),
-            file("LICENSE", 10),
-            file("README.md", 10),
-            file("readme.txt", 10),
-            file("config.yaml", 10),
-            file("huge.py", 10_000_000),
-            file(".hidden.py", 10),
-            file("train.py", 10),
-            Content {
-                kind: "dir".into(),
-                ..file("models", 0)
-            },
-        ];
-        let names: Vec<&str> = pick_files(&listing, 10, 100_000)
-            .iter()
-            .map(|c| c.name.as_str())
-            .collect();
+    fn tree_and_raw_urls_keep_the_base_path_and_encode_their_parts() {
         assert_eq!(
-            names,
-            vec!["README.md", "train.py", "utils.py", "config.yaml"]
+            tree_url("https://api.github.com/", "o/r", "main").unwrap(),
+            "https://api.github.com/repos/o/r/git/trees/main?recursive=1"
         );
-        assert_eq!(pick_files(&listing, 2, 100_000).len(), 2);
+        assert_eq!(
+            tree_url("https://ghe.example/api/v3", "o/r", "release/v1").unwrap(),
+            "https://ghe.example/api/v3/repos/o/r/git/trees/release/v1?recursive=1"
+        );
+        assert_eq!(
+            raw_url(
+                "https://raw.githubusercontent.com",
+                "o/r",
+                "main",
+                "src/my model#1.py"
+            )
+            .unwrap(),
+            "https://raw.githubusercontent.com/o/r/main/src/my%20model%231.py"
+        );
+        assert!(tree_url("not a url", "o/r", "main").is_err());
     }
 
     #[test]
@@ -261,6 +328,7 @@ mod tests {
             name: name.into(),
             description: description.map(str::to_string),
             homepage: None,
+            default_branch: None,
         };
         let title = "mixup: Beyond Empirical Risk Minimization";
         let r = repo(

@@ -2,8 +2,10 @@
 //! hold: the paper on arXiv (its export API, matched by title and authors with the corpus's own
 //! rules, [`match_reference`]; the abstract stands for its text), then its code on GitHub (a
 //! repository linked from the abstract or the authors' comment, else the best repository search
-//! hit that names the paper, or whose README cites it), of which the README and the top-level
-//! code files are fetched, size-capped.
+//! hit that names the paper, or whose README cites it), of which the README and the code files
+//! most relevant to the citing paper are fetched ([`choose`]), size-capped: chosen from the
+//! repository's whole file list (one git-trees request), or from its top directory when the
+//! tree cannot be had whole.
 //!
 //! Everything fetched is kept in a cache directory ([`fetch`]); each paper found is written
 //! there as a corpus entry, `papers/arxiv-ID/paper.md` with its code under `code/`, so that its
@@ -11,6 +13,7 @@
 //! online run's answers are used, nothing else is asked.
 
 pub mod arxiv;
+pub mod choose;
 #[cfg(feature = "fake")]
 pub mod fake;
 pub mod fetch;
@@ -23,6 +26,7 @@ use serde::Serialize;
 use crate::document::{Paper, Reference, surnames};
 use crate::lineage::{Match, TITLE_MATCH, jaccard, match_reference, title_words};
 use arxiv::ArxivEntry;
+use choose::RepoFile;
 use fetch::{FetchError, Fetcher, NetworkSettings, Service};
 
 use crate::write_atomically;
@@ -31,18 +35,24 @@ use crate::write_atomically;
 pub const DEFAULT_ARXIV_URL: &str = "https://export.arxiv.org/api/query";
 /// GitHub's REST API.
 pub const DEFAULT_GITHUB_API_URL: &str = "https://api.github.com";
+/// Where GitHub serves a repository's files as they are (`OWNER/REPO/BRANCH/PATH`).
+pub const DEFAULT_GITHUB_RAW_URL: &str = "https://raw.githubusercontent.com";
 /// The cache, relative to the current directory.
 pub const DEFAULT_CACHE_DIR: &str = ".reprolab/lineage-cache";
 
 /// Caps on answers' sizes.
 const MAX_ARXIV_BYTES: usize = 4 * 1024 * 1024;
 const MAX_GITHUB_JSON_BYTES: usize = 2 * 1024 * 1024;
+/// A git tree: GitHub truncates its answer at 7 MB itself.
+const MAX_GITHUB_TREE_BYTES: usize = 8 * 1024 * 1024;
 
 /// What is looked up where, and how much.
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub arxiv_url: String,
     pub github_api_url: String,
+    /// Where the files of a git tree are downloaded; `None`: [`Settings::github_raw_base`].
+    pub github_raw_url: Option<String>,
     pub cache_dir: PathBuf,
     /// References looked up per paper, at most.
     pub max_lookups: usize,
@@ -59,11 +69,24 @@ impl Settings {
         Settings {
             arxiv_url: DEFAULT_ARXIV_URL.into(),
             github_api_url: DEFAULT_GITHUB_API_URL.into(),
+            github_raw_url: None,
             cache_dir: cache_dir.to_path_buf(),
             max_lookups: 20,
             arxiv_results: 5,
             max_code_files: 8,
             max_file_bytes: 100_000,
+        }
+    }
+
+    /// Where files found in a git tree are downloaded: the raw URL given, else GitHub's own
+    /// for GitHub's API, else `API/raw`: an API stood in for (a mirror, a test server) serves
+    /// the files too, and nothing is asked of github.com behind its back.
+    pub fn github_raw_base(&self) -> String {
+        let api = self.github_api_url.trim_end_matches('/');
+        match &self.github_raw_url {
+            Some(raw) => raw.trim_end_matches('/').to_string(),
+            None if api == DEFAULT_GITHUB_API_URL => DEFAULT_GITHUB_RAW_URL.into(),
+            None => format!("{api}/raw"),
         }
     }
 }
@@ -244,8 +267,10 @@ impl Lookup {
 
     /// The code of `found` on GitHub; `Err` with why when no repository is the paper's or a
     /// look-up failed. A search hit that does not name the paper itself must have a README that
-    /// cites it (its arXiv id or its whole title): nothing else of it is fetched otherwise.
-    pub async fn find_code(&mut self, found: &OnlinePaper) -> Result<Code, String> {
+    /// cites it (its arXiv id or its whole title): nothing else of it is fetched otherwise. The
+    /// files fetched are those most relevant to `query` (the citing paper's method) and to the
+    /// found paper's own abstract.
+    pub async fn find_code(&mut self, found: &OnlinePaper, query: &str) -> Result<Code, String> {
         let e = &found.entry;
         let linked = github::linked_repos(&format!(
             "{} {}",
@@ -253,13 +278,14 @@ impl Lookup {
             e.comment.as_deref().unwrap_or("")
         ));
         let api = self.settings.github_api_url.clone();
-        let (full_name, repo_url, why, mut confirmed) = if let Some(full) = linked.first() {
+        let (full_name, repo_url, why, mut confirmed, branch) = if let Some(full) = linked.first() {
             let url = format!("https://github.com/{full}");
             (
                 full.clone(),
                 url,
                 "linked from its arXiv page".to_string(),
                 true,
+                None,
             )
         } else {
             let url = github::search_url(&api, &e.title)?;
@@ -270,24 +296,27 @@ impl Lookup {
             let named = repos
                 .iter()
                 .find_map(|r| github::repo_names_paper(r, &e.title, &e.id).map(|w| (r, w)));
-            match (named, repos.first()) {
-                (Some((r, why)), _) => (r.full_name.clone(), r.html_url.clone(), why.into(), true),
-                (None, Some(r)) => (
+            let hit = |r: &github::Repo, why: &str, confirmed: bool| {
+                let branch = r.default_branch.clone();
+                (
                     r.full_name.clone(),
                     r.html_url.clone(),
-                    "its README cites the paper".into(),
-                    false,
-                ),
+                    why.to_string(),
+                    confirmed,
+                    branch,
+                )
+            };
+            match (named, repos.first()) {
+                (Some((r, why)), _) => hit(r, why, true),
+                (None, Some(r)) => hit(r, "its README cites the paper", false),
                 (None, None) => return Err("no repository found on GitHub".into()),
             }
         };
-        let url = github::contents_url(&api, &full_name);
-        let body = self
-            .get_github(&url, Service::GitHubApi, MAX_GITHUB_JSON_BYTES)
-            .await?;
-        let listing = github::parse_contents(&body).inspect_err(|_| self.fetcher.forget(&url))?;
-        let picks = github::pick_files(
-            &listing,
+        let files = self.repo_files(&full_name, branch).await?;
+        let relevant_to = format!("{query}\n{}\n{}", e.title, e.summary);
+        let picks = choose::pick_files(
+            &files,
+            &relevant_to,
             self.settings.max_code_files,
             self.settings.max_file_bytes,
         );
@@ -300,23 +329,20 @@ impl Lookup {
         if !confirmed
             && !picks
                 .first()
-                .is_some_and(|p| github::is_readme_name(&p.name))
+                .is_some_and(|p| github::is_readme_name(&p.path))
         {
             return Err(not_named());
         }
         let code_dir = found.dir.join("code");
         let _ = std::fs::remove_dir_all(&code_dir);
-        let mut files = Vec::new();
+        let mut fetched = Vec::new();
         for pick in picks {
-            let Some(download) = &pick.download_url else {
-                continue;
-            };
             let cap = self.settings.max_file_bytes as usize;
-            let body = match self.get_github(download, Service::Raw, cap).await {
+            let body = match self.get_github(&pick.download_url, Service::Raw, cap).await {
                 Ok(b) => b,
                 Err(err) if !confirmed => return Err(err),
                 Err(err) => {
-                    tracing::warn!("{}: {} not fetched: {err}", full_name, pick.name);
+                    tracing::warn!("{}: {} not fetched: {err}", full_name, pick.path);
                     continue;
                 }
             };
@@ -328,15 +354,63 @@ impl Lookup {
                 }
                 confirmed = true;
             }
-            write_atomically(&code_dir.join(&pick.name), text.as_bytes())
-                .map_err(|err| format!("cannot write {} into the cache: {err}", pick.name))?;
-            files.push(format!("code/{}", pick.name));
+            write_atomically(&code_dir.join(&pick.path), text.as_bytes())
+                .map_err(|err| format!("cannot write {} into the cache: {err}", pick.path))?;
+            fetched.push(format!("code/{}", pick.path));
         }
         Ok(Code {
             repo_url,
-            files,
+            files: fetched,
             why,
         })
+    }
+
+    /// The repository's files: all of them (its git tree, in one request) when GitHub gives the
+    /// tree whole; else, as a fallback, its top directory (the contents API).
+    async fn repo_files(
+        &mut self,
+        full_name: &str,
+        branch: Option<String>,
+    ) -> Result<Vec<RepoFile>, String> {
+        match self.tree_files(full_name, branch).await {
+            Ok(files) => return Ok(files),
+            Err(why) => tracing::info!("{full_name}: {why}; only its top directory is read"),
+        }
+        let url = github::contents_url(&self.settings.github_api_url, full_name);
+        let body = self
+            .get_github(&url, Service::GitHubApi, MAX_GITHUB_JSON_BYTES)
+            .await?;
+        let listing = github::parse_contents(&body).inspect_err(|_| self.fetcher.forget(&url))?;
+        Ok(choose::from_listing(&listing))
+    }
+
+    /// Every file of the repository's `branch` (its default branch, asked for when a search
+    /// hit did not say it); `Err` when the tree is not to be had whole.
+    async fn tree_files(
+        &mut self,
+        full_name: &str,
+        branch: Option<String>,
+    ) -> Result<Vec<RepoFile>, String> {
+        let api = self.settings.github_api_url.clone();
+        let branch = match branch {
+            Some(b) => b,
+            None => {
+                let url = github::repo_url(&api, full_name);
+                let body = self
+                    .get_github(&url, Service::GitHubApi, MAX_GITHUB_JSON_BYTES)
+                    .await?;
+                github::parse_default_branch(&body).inspect_err(|_| self.fetcher.forget(&url))?
+            }
+        };
+        let url = github::tree_url(&api, full_name, &branch)?;
+        let body = self
+            .get_github(&url, Service::GitHubApi, MAX_GITHUB_TREE_BYTES)
+            .await?;
+        let tree = github::parse_tree(&body).inspect_err(|_| self.fetcher.forget(&url))?;
+        if tree.truncated {
+            return Err("GitHub truncated its file tree".into());
+        }
+        choose::from_tree(&tree, &self.settings.github_raw_base(), full_name, &branch)
     }
 
     async fn get_github(
@@ -461,6 +535,7 @@ One-Hot Labels. Workshop.\n\
     }
 
     fn mixup_server() -> FakeWeb {
+        let big = big_file();
         let web = FakeWeb::start();
         web.route(
             "/api/query",
@@ -484,32 +559,38 @@ One-Hot Labels. Workshop.\n\
             &["broken servers"],
             FakeAnswer::status(503, "down for maintenance"),
         );
-        web.route(
-            "/repos/fb/mixup-cifar10/contents",
-            &[],
-            FakeAnswer::json(listing(
-                &web,
-                "fb/mixup-cifar10",
-                &[
-                    ("README.md", 40),
-                    ("train.py", 30),
-                    ("LICENSE", 10),
-                    ("big.py", 10_000_000),
-                ],
-            )),
-        );
-        web.route(
-            "/raw/fb/mixup-cifar10/README.md",
-            &[],
-            FakeAnswer::text("# mixup\nhttps://arxiv.org/abs/1710.09412\n"),
-        );
-        web.route(
-            "/raw/fb/mixup-cifar10/train.py",
-            &[],
-            FakeAnswer::text("def mixup(x, y, lam): return lam * x\n"),
-        );
+        web.repository("fb/mixup-cifar10", "master", &mixup_repository(&big));
         web
     }
+
+    /// The files of mixup's repository: its model in a package folder, beside tests, docs, a
+    /// notebook, a licence and a file over the size cap.
+    fn mixup_repository(big: &str) -> Vec<(&'static str, &str)> {
+        vec![
+            ("README.md", "# mixup\nhttps://arxiv.org/abs/1710.09412\n"),
+            ("train.py", "def mixup(x, y, lam): return lam * x\n"),
+            ("LICENSE", "MIT"),
+            ("big.py", big),
+            (
+                "mixup/models/preact_resnet.py",
+                "class PreActResNet: pass  # convex combinations\n",
+            ),
+            ("tests/test_mixup.py", "def test_mixup(): pass\n"),
+            ("docs/mixup.py", "# documentation\n"),
+            ("notebooks/mixup.ipynb", "{}"),
+        ]
+    }
+
+    /// Over the file cap (100 kB).
+    fn big_file() -> String {
+        "x".repeat(100_001)
+    }
+
+    const MIXUP_FILES: [&str; 3] = [
+        "code/README.md",
+        "code/mixup/models/preact_resnet.py",
+        "code/train.py",
+    ];
 
     #[tokio::test]
     async fn references_the_corpus_lacks_are_found_on_arxiv_with_their_code_then_cached() {
@@ -544,14 +625,20 @@ One-Hot Labels. Workshop.\n\
             mixup.code_url.as_deref(),
             Some("https://github.com/fb/mixup-cifar10")
         );
-        // README first, code; not the licence, not the file over the size cap, not the folder.
-        assert_eq!(mixup.code_files, vec!["code/README.md", "code/train.py"]);
+        // From the whole tree: the README first, then code, the nested model (its path names
+        // mixup) first; not the licence, the file over the size cap, tests, docs, notebooks.
+        assert_eq!(mixup.code_files, MIXUP_FILES);
         let root = mixup.code_root.as_ref().unwrap();
         assert!(root.starts_with(&cache));
         assert!(
             std::fs::read_to_string(root.join("code/train.py"))
                 .unwrap()
                 .contains("def mixup")
+        );
+        assert!(
+            std::fs::read_to_string(root.join("code/mixup/models/preact_resnet.py"))
+                .unwrap()
+                .contains("class PreActResNet")
         );
         assert!(
             std::fs::read_to_string(&mixup.paper_file)
@@ -590,10 +677,17 @@ One-Hot Labels. Workshop.\n\
             assert_eq!(r.authorization.as_deref(), expect, "{r:?}");
             assert!(r.user_agent.as_deref().unwrap().starts_with("reprolab/"));
         }
-        // 503 retried (3 attempts), the others once each.
+        // 503 retried (3 attempts), the others once each: arXiv twice, the repository (its
+        // default branch), its tree, three files.
         let broken = seen.iter().filter(|r| r.query.contains("broken")).count();
         assert_eq!(broken, 3);
-        assert_eq!(seen.len(), 3 + 2 + 1 + 2);
+        assert_eq!(seen.len(), 3 + 2 + 2 + 3, "{seen:?}");
+        assert!(
+            seen.iter()
+                .any(|r| r.path == "/repos/fb/mixup-cifar10/git/trees/master"
+                    && r.query == "recursive=1")
+        );
+        assert!(!seen.iter().any(|r| r.path.ends_with("/contents")));
         let report = l.online.as_ref().unwrap();
         assert!(report.network);
         assert_eq!(report.looked_up, 3);
@@ -605,7 +699,7 @@ One-Hot Labels. Workshop.\n\
         let again = resolve_online(&paper, Some(&corpus), 5, &mut lookup).await;
         let new: Vec<_> = web.requests().split_off(seen.len());
         assert!(new.iter().all(|r| r.query.contains("broken")), "{new:?}");
-        assert_eq!(again.online.as_ref().unwrap().from_cache, 5);
+        assert_eq!(again.online.as_ref().unwrap().from_cache, 2 + 2 + 3);
         assert_eq!(again.resolved.len(), 2);
 
         // Offline, the cache alone answers: the same lineage, no request at all.
@@ -621,7 +715,7 @@ One-Hot Labels. Workshop.\n\
             .iter()
             .find(|r| r.entry == "arxiv:1710.09412")
             .unwrap();
-        assert_eq!(mixup.code_files, vec!["code/README.md", "code/train.py"]);
+        assert_eq!(mixup.code_files, MIXUP_FILES);
         // What was never answered keeps the offline reason; the offline resolution is a subset.
         let broken = offline
             .unresolved
@@ -636,6 +730,58 @@ One-Hot Labels. Workshop.\n\
         let plain = resolve(&paper, &corpus, 5);
         assert_eq!(plain.resolved.len(), 1);
         assert!(plain.online.is_none());
+    }
+
+    #[test]
+    fn raw_files_come_from_github_or_from_the_api_stood_in_for() {
+        let mut s = Settings::new(Path::new("c"));
+        assert_eq!(s.github_raw_base(), DEFAULT_GITHUB_RAW_URL);
+        s.github_api_url = "http://127.0.0.1:9/".into();
+        assert_eq!(s.github_raw_base(), "http://127.0.0.1:9/raw");
+        s.github_raw_url = Some("https://mirror.example/raw/".into());
+        assert_eq!(s.github_raw_base(), "https://mirror.example/raw");
+    }
+
+    #[tokio::test]
+    async fn a_truncated_or_failed_tree_falls_back_to_the_top_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let (corpus, paper) = corpus_and_paper(dir.path());
+        let web = mixup_server();
+        let tree = "/repos/fb/mixup-cifar10/git/trees/master";
+        let truncated = serde_json::json!({"sha": "0", "truncated": true, "tree": [
+            {"path": "mixup/models/preact_resnet.py", "mode": "100644", "type": "blob", "size": 10}
+        ]});
+        web.route_once(tree, &[], FakeAnswer::json(truncated.to_string()));
+        web.route_once(tree, &[], FakeAnswer::status(404, "Not Found"));
+        for run in ["truncated", "failed"] {
+            let before = web.requests().len();
+            let mut lookup = online(&web, &dir.path().join(run), None);
+            let l = resolve_online(&paper, Some(&corpus), 5, &mut lookup).await;
+            let mixup = l
+                .resolved
+                .iter()
+                .find(|r| r.entry == "arxiv:1710.09412")
+                .unwrap();
+            // The top directory's README and code only, as its listing shows them.
+            assert_eq!(
+                mixup.code_files,
+                vec!["code/README.md", "code/train.py"],
+                "{run}"
+            );
+            let paths: Vec<String> = web.requests()[before..]
+                .iter()
+                .map(|r| r.path.clone())
+                .collect();
+            assert!(paths.iter().any(|p| p == tree), "{run}: {paths:?}");
+            assert!(
+                paths.contains(&"/repos/fb/mixup-cifar10/contents".to_string()),
+                "{run}: {paths:?}"
+            );
+            assert!(
+                !paths.iter().any(|p| p.contains("/mixup/models/")),
+                "{paths:?}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -23,8 +23,9 @@ use crate::cli::{Global, PaperLineageArgs};
 #[derive(Debug, Clone, Args)]
 pub struct OnlineArgs {
     /// Look the references the corpus lacks up on arXiv (title, authors, abstract) and their
-    /// code on GitHub (README and top-level code files). Without it nothing is asked over the
-    /// network: only the corpus, and the cache of earlier --online runs, are read.
+    /// code on GitHub (the README and the code files most relevant to the paper, from the
+    /// repository's whole file tree). Without it nothing is asked over the network: only the
+    /// corpus, and the cache of earlier --online runs, are read.
     #[arg(long)]
     pub online: bool,
     /// arXiv's export API (Atom).
@@ -33,6 +34,10 @@ pub struct OnlineArgs {
     /// GitHub's REST API (a GITHUB_TOKEN in the environment is sent to it as a bearer token).
     #[arg(long, env = "REPROLAB_GITHUB_API_URL", value_name = "URL", default_value = DEFAULT_GITHUB_API_URL)]
     pub github_api_url: String,
+    /// Where a repository's files are downloaded (OWNER/REPO/BRANCH/PATH under it) [default:
+    /// https://raw.githubusercontent.com for GitHub's API, else API/raw]
+    #[arg(long, env = "REPROLAB_GITHUB_RAW_URL", value_name = "URL")]
+    pub github_raw_url: Option<String>,
     /// Where every answer fetched is kept, and the papers found as corpus entries; later runs
     /// read it instead of asking again.
     #[arg(long, env = "REPROLAB_LINEAGE_CACHE", value_name = "DIR", default_value = DEFAULT_CACHE_DIR)]
@@ -61,6 +66,7 @@ impl OnlineArgs {
         let mut settings = Settings::new(&self.lineage_cache);
         settings.arxiv_url = self.arxiv_url.clone();
         settings.github_api_url = self.github_api_url.trim_end_matches('/').to_string();
+        settings.github_raw_url = self.github_raw_url.clone();
         settings.max_lookups = self.online_max;
         if !self.online {
             return Ok(self
@@ -95,7 +101,9 @@ impl OnlineArgs {
                 .filter(|t| !t.trim().is_empty())
                 .map(|t| Secret::new(t.trim())),
             github_api_url: settings.github_api_url.clone(),
-            no_proxy: loopback(&self.arxiv_url) && loopback(&self.github_api_url),
+            no_proxy: loopback(&self.arxiv_url)
+                && loopback(&self.github_api_url)
+                && loopback(&settings.github_raw_base()),
         };
         Lookup::online(settings, network)
             .map(Some)
