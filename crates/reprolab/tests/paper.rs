@@ -851,6 +851,95 @@ fn lineage_online_without_a_corpus_reports_an_unreachable_arxiv_per_reference() 
     assert!(String::from_utf8_lossy(&out.stderr).contains("--corpus"));
 }
 
+/// `paper implement --lineage CORPUS --online`: the code of a cited paper the corpus lacks, found
+/// on arXiv and GitHub and fetched from a package folder of its repository, is in the model's
+/// prompts; a second run (another --out, another model) reads it all from the cache and asks
+/// the network nothing.
+#[test]
+fn implement_online_shows_the_model_nested_code_from_github_then_runs_from_the_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let web = lineage_web();
+    let (paper, corpus) = corpus();
+    // One criterion without checks: undecided, so the first draft whose smoke run passes ends
+    // the loop.
+    let fingerprint = config_file(
+        tmp.path(),
+        "fingerprint.json",
+        json!({"criteria": [
+            {"id": "C1", "fact": "targets keep 0.9 of their mass", "scope": "labels",
+             "category": "preprocessing", "source": "the one-hot target keeps 0.9 of its mass"}
+        ]}),
+    );
+    let model = || {
+        FakeServer::start_background(
+            Flavor::OpenAi,
+            [
+                FakeReply::Text(
+                    json!({"files": [{"path": "train.py", "purpose": "entry"}], "entry": "train.py"})
+                        .to_string(),
+                ),
+                fenced("print('loss: 0.5')\n"),
+            ],
+        )
+    };
+    let implement = |server: &FakeServer, out: &str| {
+        run(reprolab_without_llm_settings(tmp.path())
+            .args(["--json", "paper", "implement"])
+            .arg(&paper)
+            .arg("--fingerprint")
+            .arg(&fingerprint)
+            .args(["--rounds", "1", "--out", out, "--lineage"])
+            .arg(&corpus)
+            .arg("--online")
+            .env("REPROLAB_ARXIV_URL", format!("{}/api/query", web.url()))
+            .env("REPROLAB_GITHUB_API_URL", web.url())
+            .env("REPROLAB_ARXIV_DELAY", "0")
+            .env_remove("REPROLAB_GITHUB_RAW_URL")
+            .env_remove("REPROLAB_LINEAGE_CACHE")
+            .env_remove("GITHUB_TOKEN")
+            .arg("--llm")
+            .arg(format!("openai:fake@{}", server.base_url())))
+    };
+    // Both prompts (the plan, the file) carry the nested file, under its repository path, and
+    // not the repository's tests.
+    let shows_nested_code = |server: &FakeServer| {
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "the plan and one file");
+        for r in &requests {
+            let prompt = r.body["messages"].to_string();
+            assert!(
+                prompt
+                    .contains("### arxiv:2203.01234/code/curriculum_ordering/models/agreement.py")
+                    && prompt.contains("def agreement_weights(annotations):"),
+                "{prompt}"
+            );
+            assert!(!prompt.contains("def test_order"), "{prompt}");
+        }
+    };
+
+    let first = model();
+    let out = implement(&first, "impl");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        json(&out)["implementation"]["rounds"][0]["smoke"]["ok"],
+        true
+    );
+    shows_nested_code(&first);
+    let asked = web.requests().len();
+    assert!(
+        web.requests().iter().any(|r| r.path
+            == "/raw/tyilmaz/curriculum-ordering/main/curriculum_ordering/models/agreement.py"),
+        "{:?}",
+        web.requests()
+    );
+
+    let second = model();
+    let out = implement(&second, "impl-again");
+    assert_eq!(out.status.code(), Some(0));
+    shows_nested_code(&second);
+    assert_eq!(web.requests().len(), asked, "the cache answers everything");
+}
+
 #[test]
 fn implement_falls_back_to_one_file_without_a_plan_and_a_dead_model_stops_it_resumably() {
     let tmp = tempfile::tempdir().unwrap();
