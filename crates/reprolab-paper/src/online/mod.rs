@@ -329,7 +329,7 @@ impl Lookup {
         if !confirmed
             && !picks
                 .first()
-                .is_some_and(|p| github::is_readme_name(&p.path))
+                .is_some_and(|p| !p.path.contains('/') && github::is_readme_name(&p.path))
         {
             return Err(not_named());
         }
