@@ -3,15 +3,20 @@ failure taxonomy (`reprolab codegen`, docs/codegen.md#behaviour).
 
 The plugin (reprolab.codegen_plugin) wraps the task's entry point while each test runs and keeps
 every call's arguments (copied before the call), the random state, and what the call returned
-or raised. When the test fails, :func:`analyse` runs the reference function on a copy of each
-recorded call's arguments, with the same random state, and compares: the first call on which
-the two differ gives the finding.
+or raised. When the entry point is a class, the calls of its public methods on the instances it
+built (`forward`, through `model(x)`) are recorded the same way, in order, with the instance's
+parameters and modes before the call. When the test fails, :func:`analyse` runs the reference
+on a copy of each recorded call's arguments, with the same random state (a method call on the
+reference instance built from the same construction), and compares: the first call on which the
+two differ gives the finding.
 
 A finding is a dict (every key optional but ``finding``)::
 
     {"finding": "same" | "candidate_raises" | "reference_raises" | "both_raise" | "type" | "shape"
                 | "dtype" | "nan" | "values" | "side_effect",
      "call": i, "calls": n,
+     "method": str,                                # a class's method whose call differed
+     "note": str,                                  # why a call could not be compared ("unavailable")
      "candidate": str, "reference": str,           # what each returned or raised
      "raised_at": str,                             # the call that raised in the candidate
      "broadcast": bool,                            # shape: the candidate's is a broadcast of the reference's
