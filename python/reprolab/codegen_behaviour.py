@@ -3,15 +3,20 @@ failure taxonomy (`reprolab codegen`, docs/codegen.md#behaviour).
 
 The plugin (reprolab.codegen_plugin) wraps the task's entry point while each test runs and keeps
 every call's arguments (copied before the call), the random state, and what the call returned
-or raised. When the test fails, :func:`analyse` runs the reference function on a copy of each
-recorded call's arguments, with the same random state, and compares: the first call on which
-the two differ gives the finding.
+or raised. When the entry point is a class, the calls of its public methods on the instances it
+built (`forward`, through `model(x)`) are recorded the same way, in order, with the instance's
+parameters and modes before the call. When the test fails, :func:`analyse` runs the reference
+on a copy of each recorded call's arguments, with the same random state (a method call on the
+reference instance built from the same construction), and compares: the first call on which the
+two differ gives the finding.
 
 A finding is a dict (every key optional but ``finding``)::
 
     {"finding": "same" | "candidate_raises" | "reference_raises" | "both_raise" | "type" | "shape"
                 | "dtype" | "nan" | "values" | "side_effect",
      "call": i, "calls": n,
+     "method": str,                                # a class's method whose call differed
+     "note": str,                                  # why a call could not be compared ("unavailable")
      "candidate": str, "reference": str,           # what each returned or raised
      "raised_at": str,                             # the call that raised in the candidate
      "broadcast": bool,                            # shape: the candidate's is a broadcast of the reference's
@@ -64,27 +69,141 @@ def _copy(x):
 
 
 class Recorder:
-    """Wraps the candidate's entry point and records its calls."""
+    """Wraps the candidate's entry point and records its calls.
+
+    For a class entry point (an nn.Module, a stateful helper) the construction alone says little:
+    what the test checks is what the instance's methods do. So the class's own public methods
+    (and `__call__`) are wrapped on the class while the recorder is active, and a call of one of
+    them on an instance this recorder built is recorded too, in the same list, after its
+    construction. The wrapping is on the class, not the instance, so deep copies and pickles of
+    an instance carry no wrapper (a copy's calls are not recorded: it has no construction to
+    replay). :meth:`restore` puts the class back.
+    """
 
     def __init__(self, func):
         self.func = func
         self.calls = []
+        # id(instance) -> index of its construction; the instances are kept so that ids stay
+        # unique while the test runs.
+        self._built = {}
+        self._keep = []
+        self._depth = 0
+        self._patched = _patch_methods(func, self) if inspect.isclass(func) else []
+
+    def restore(self):
+        for cls, name, original in reversed(self._patched):
+            setattr(cls, name, original)
+        self._patched = []
 
     def __call__(self, *args, **kwargs):
         if len(self.calls) >= MAX_CALLS:
             return self.func(*args, **kwargs)
         rec = {"args": _copy(args), "kwargs": _copy(kwargs), "rng": _rng_state()}
         self.calls.append(rec)
+        out = self._run(rec, self.func, args, kwargs)
+        if inspect.isclass(self.func) and isinstance(out, self.func):
+            self._built[id(out)] = len(self.calls) - 1
+            self._keep.append(out)
+        return out
+
+    def _run(self, rec, func, args, kwargs, instance=None):
+        """Call `func`, keeping what it returned or raised and the arguments afterwards."""
+        self._depth += 1
         try:
-            out = self.func(*args, **kwargs)
+            out = func(*args, **kwargs)
         except BaseException as e:
             rec["raised"] = e
             rec["tb"] = e.__traceback__
             rec["after"] = (_copy(args), _copy(kwargs))
+            rec["self_after"] = _instance_state(instance)
             raise
+        finally:
+            self._depth -= 1
         rec["returned"] = _copy(out)
         rec["after"] = (_copy(args), _copy(kwargs))
+        rec["self_after"] = _instance_state(instance)
         return out
+
+    def method_call(self, name, original, instance, args, kwargs):
+        """A call of a wrapped method: recorded when it is the test's own call (not one the
+        candidate makes from inside another recorded call) on an instance built here."""
+        k = self._built.get(id(instance))
+        if k is None or self._depth or len(self.calls) >= MAX_CALLS:
+            return original(instance, *args, **kwargs)
+        rec = {"method": name, "instance": k, "args": _copy(args), "kwargs": _copy(kwargs),
+               "rng": _rng_state(), "grad": _grad_enabled(), "state": _module_state(instance)}
+        self.calls.append(rec)
+        return self._run(rec, lambda *a, **kw: original(instance, *a, **kw), args, kwargs,
+                         instance)
+
+
+def _patch_methods(cls, recorder):
+    """Wrap the public methods (and `__call__`) that `cls` and its bases from the same module
+    define; returns what to restore."""
+    import functools
+    import types
+
+    patched, seen = [], set()
+    for owner in cls.__mro__:
+        if owner.__module__ != cls.__module__:
+            continue  # library methods (nn.Module.train, state_dict) are not the candidate's
+        for name, value in list(vars(owner).items()):
+            if name in seen or not isinstance(value, types.FunctionType):
+                continue
+            if name.startswith("_") and name != "__call__":
+                continue
+            seen.add(name)
+            patched.append((owner, name, value))
+            setattr(owner, name, functools.wraps(value)(_method_wrapper(recorder, name, value)))
+    return patched
+
+
+def _method_wrapper(recorder, name, original):
+    def method(self, *args, **kwargs):
+        return recorder.method_call(name, original, self, args, kwargs)
+
+    return method
+
+
+def _grad_enabled():
+    torch = sys.modules.get("torch")
+    return bool(torch.is_grad_enabled()) if torch is not None else None
+
+
+# Modules with more parameter values than this are not snapshotted before each method call
+# (the reference then runs with its own parameters).
+MAX_STATE_VALUES = 20_000_000
+
+
+def _module_state(instance):
+    """An nn.Module's parameters and buffers, training flags and requires_grad flags, copied:
+    what the reference instance is given before a method call is replayed on it (the test may
+    have changed the instance since it was built: zeroed weights, eval mode)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(instance, torch.nn.Module):
+        return None
+    try:
+        state = instance.state_dict()
+        if sum(v.numel() for v in state.values() if hasattr(v, "numel")) > MAX_STATE_VALUES:
+            return None
+        return {"state": {k: v.detach().clone() if hasattr(v, "detach") else _copy(v)
+                          for k, v in state.items()},
+                "training": {n: m.training for n, m in instance.named_modules()},
+                "grad": {n: p.requires_grad for n, p in instance.named_parameters()}}
+    except Exception:  # noqa: BLE001 - a module whose state cannot be read is not synced
+        return None
+
+
+def _instance_state(instance):
+    """What a method call left in its instance, for the side-effect comparison: a module's
+    state, or a copy of another object's attributes."""
+    if instance is None:
+        return None
+    state = _module_state(instance)
+    if state is not None:
+        return state
+    attrs = getattr(instance, "__dict__", None)
+    return {"attrs": _copy(dict(attrs))} if isinstance(attrs, dict) else None
 
 
 # --- describing values ----------------------------------------------------------------------
@@ -442,6 +561,8 @@ def _compare_values(c, r, path="output"):
         return {"finding": "values", "candidate": f"{path}: {_describe(c)}",
                 "reference": f"{path}: {_describe(r)}", **_value_stats(a, b),
                 **({"dtype_differs": True} if kc in numeric and str(c.dtype) != str(r.dtype) else {})}
+    if _plain_object(c) and _plain_object(r):
+        return _compare_attributes(vars(c), vars(r), path)
     return None if _safe_eq(c, r) else {"finding": "values", "candidate": _describe(c),
                                          "reference": _describe(r)}
 
@@ -503,8 +624,15 @@ def _value_stats(a, b):
 
 
 def _compare_modules(c, r, path):
+    return _compare_module_states(_module_state(c), _module_state(r), path)
+
+
+def _compare_module_states(c, r, path):
+    """The first difference between two modules' states (see :func:`_module_state`)."""
+    if c is None or r is None:
+        return None
     torch = sys.modules["torch"]
-    cs, rs = c.state_dict(), r.state_dict()
+    cs, rs = c["state"], r["state"]
     if set(cs) != set(rs):
         missing = sorted(set(rs) - set(cs))[:4]
         extra = sorted(set(cs) - set(rs))[:4]
@@ -514,9 +642,7 @@ def _compare_modules(c, r, path):
         if tuple(cs[k].shape) != tuple(rs[k].shape):
             return {"finding": "shape", "candidate": f"{path}.{k}: {_describe(cs[k])}",
                     "reference": f"{path}.{k}: {_describe(rs[k])}", "broadcast": False}
-    ct = [m.training for m in c.modules()]
-    rt = [m.training for m in r.modules()]
-    if ct != rt:
+    if list(c["training"].values()) != list(r["training"].values()):
         return {"finding": "side_effect", "side_effect": f"{path}: modules' training flags differ"}
     for k in rs:
         if torch.is_floating_point(rs[k]) and not torch.allclose(cs[k], rs[k], rtol=1e-5, atol=1e-6,
@@ -524,51 +650,55 @@ def _compare_modules(c, r, path):
             d = _compare_values(cs[k], rs[k], f"{path}.{k}")
             if d:
                 return d
-    cg = [p.requires_grad for p in c.parameters()]
-    rg = [p.requires_grad for p in r.parameters()]
-    if cg != rg:
+    if list(c["grad"].values()) != list(r["grad"].values()):
         return {"finding": "side_effect", "side_effect": f"{path}: requires_grad flags differ"}
+    return None
+
+
+def _plain_object(x):
+    """An instance of a user class without its own `==` (compared by identity otherwise)."""
+    return isinstance(getattr(x, "__dict__", None), dict) and type(x).__eq__ is object.__eq__ \
+        and not isinstance(x, type)
+
+
+def _compare_attributes(c, r, path):
+    """Two instances of a class without `==` (a stateful helper such as an early-stopping
+    tracker): their attributes of the same name, since identity says nothing; attributes only
+    one of them has are the candidate's own bookkeeping."""
+    if path.count(".") > 4:
+        return None  # objects that refer to each other: stop somewhere
+    for name in [n for n in r if n in c]:
+        if callable(r[name]) and _kind(r[name]) != "module":
+            continue
+        d = _compare_values(c[name], r[name], f"{path}.{name}")
+        if d:
+            return d
     return None
 
 
 # --- the analysis ---------------------------------------------------------------------------
 def analyse(recorder, reference_func, cand_src, ref_src, entry):
-    """The finding of a failed test whose entry-point calls `recorder` kept."""
+    """The finding of a failed test whose entry-point calls `recorder` kept.
+
+    Calls are replayed in their order: a construction builds a reference instance from the same
+    arguments and random state; a method call on the candidate's instance is replayed on that
+    reference instance (given the candidate's parameters and modes first, see
+    :func:`_sync_reference`), and compared exactly as a function call."""
     calls = recorder.calls
-    ref_node = _function_node(ref_src, entry)
-    first_line = 1
     base = {"calls": len(calls)}
     if not calls:
         return {"finding": "same", **base, "note": "the test did not call the function"}
+    instances = {}  # index of a construction -> the reference's instance
     for i, rec in enumerate(calls):
-        args, kwargs = _copy(rec["args"]), _copy(rec["kwargs"])
-        _set_rng_state(rec["rng"])
-        (how, value), lines = _run_traced(reference_func, args, kwargs)
-        finding = None
-        if "raised" in rec and how == "raised":
-            if type(rec["raised"]) is not type(value):
-                finding = {"finding": "both_raise", "candidate": _exc_text(rec["raised"]),
-                           "reference": _exc_text(value),
-                           "raised_at": _raised_at(rec["tb"])}
-        elif "raised" in rec:
-            finding = {"finding": "candidate_raises", "candidate": _exc_text(rec["raised"]),
-                       "reference": f"returned {_describe(value)}",
-                       "raised_at": _raised_at(rec["tb"])}
-        elif how == "raised":
-            finding = {"finding": "reference_raises", "candidate": f"returned {_describe(rec['returned'])}",
-                       "reference": _exc_text(value)}
-        else:
-            finding = _compare_values(rec["returned"], value)
-            if finding is None:
-                finding = _compare_values(rec["after"], (args, kwargs), "arguments after the call")
-                if finding is not None and finding["finding"] != "side_effect":
-                    finding = {"finding": "side_effect",
-                               "side_effect": f"{finding.get('candidate', '')} / reference {finding.get('reference', '')}"}
+        finding, lines = _replay(rec, reference_func, instances, i)
         if finding is None:
             continue
         finding.update(base)
         finding["call"] = i
-        guards = _guards(reference_func, lines, ref_node, first_line)
+        if "method" in rec:
+            finding["method"] = rec["method"]
+        ref_node = _reference_node(ref_src, entry, rec.get("method"))
+        guards = _guards(None, lines, ref_node, 1)
         if guards:
             finding["guard"] = guards[0][:200]
         edge = _edge(rec["args"], rec["kwargs"])
@@ -583,6 +713,131 @@ def analyse(recorder, reference_func, cand_src, ref_src, entry):
         return {k: v for k, v in finding.items() if v is not None}
     ignored = _ignored_args(cand_src, ref_src, entry, calls[-1]["args"], calls[-1]["kwargs"])
     return {"finding": "same", **base, **({"ignored_args": ignored} if ignored else {})}
+
+
+def _reference_node(ref_src, entry, method):
+    """The reference's code the call ran: the entry function, or the class's method."""
+    if method is None:
+        return _function_node(ref_src, entry)
+    cls = _class_node(ref_src, entry)
+    if cls is None:
+        return None
+    return next((m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and m.name == method), None)
+
+
+def _replay(rec, reference_func, instances, i):
+    """(the finding of one recorded call or None, the reference's lines it ran)."""
+    if "method" not in rec:
+        args, kwargs = _copy(rec["args"]), _copy(rec["kwargs"])
+        _set_rng_state(rec["rng"])
+        (how, value), lines = _run_traced(reference_func, args, kwargs)
+        if how == "returned":
+            instances[i] = value
+        return _compare_call(rec, how, value, args, kwargs), lines
+    ref = instances.get(rec["instance"])
+    if ref is None:
+        return _unavailable(rec, "the reference could not be built with the candidate's "
+                                 "arguments"), set()
+    method = getattr(ref, rec["method"], None)
+    if not callable(method):
+        return _unavailable(rec, f"the reference has no method {rec['method']}"), set()
+    problem = _sync_reference(ref, rec.get("state"))
+    if problem:
+        return _unavailable(rec, problem), set()
+    args, kwargs = _copy(rec["args"]), _copy(rec["kwargs"])
+    _set_rng_state(rec["rng"])
+    with _grad_mode(rec.get("grad")):
+        (how, value), lines = _run_traced(method, args, kwargs)
+    finding = _compare_call(rec, how, value, args, kwargs)
+    if finding is None and "raised" not in rec:
+        finding = _compare_self(rec.get("self_after"), ref, rec["method"])
+    return finding, lines
+
+
+def _unavailable(rec, note):
+    return {"finding": "unavailable", "note": f"{rec.get('method', 'call')}: {note}"}
+
+
+def _sync_reference(ref, state):
+    """Give the reference instance the candidate's parameters, buffers and flags as they were
+    before the call (the test may have zeroed weights or switched to eval mode since the
+    construction); returns why that failed, or None."""
+    if state is None:
+        return None
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(ref, torch.nn.Module):
+        return None
+    try:
+        with torch.no_grad():
+            ref.load_state_dict(state["state"], strict=True)
+    except Exception as e:  # noqa: BLE001 - parameters the reference cannot take
+        return f"the reference cannot take the candidate's parameters ({_exc_text(e)})"
+    for name, module in ref.named_modules():
+        if name in state["training"]:
+            module.training = state["training"][name]
+    for name, p in ref.named_parameters():
+        if name in state["grad"]:
+            p.requires_grad_(state["grad"][name])
+    return None
+
+
+class _grad_mode:
+    """torch's grad mode of the candidate's call (a test calls forward under no_grad or not)."""
+
+    def __init__(self, enabled):
+        torch = sys.modules.get("torch")
+        self.ctx = torch.set_grad_enabled(enabled) if torch is not None and enabled is not None \
+            else None
+
+    def __enter__(self):
+        if self.ctx is not None:
+            self.ctx.__enter__()
+
+    def __exit__(self, *exc):
+        if self.ctx is not None:
+            self.ctx.__exit__(*exc)
+        return False
+
+
+def _compare_call(rec, how, value, args, kwargs):
+    """The difference between the candidate's recorded call and the reference's, or None."""
+    if "raised" in rec and how == "raised":
+        if type(rec["raised"]) is not type(value):
+            return {"finding": "both_raise", "candidate": _exc_text(rec["raised"]),
+                    "reference": _exc_text(value), "raised_at": _raised_at(rec["tb"])}
+        return None
+    if "raised" in rec:
+        return {"finding": "candidate_raises", "candidate": _exc_text(rec["raised"]),
+                "reference": f"returned {_describe(value)}", "raised_at": _raised_at(rec["tb"])}
+    if how == "raised":
+        return {"finding": "reference_raises", "candidate": f"returned {_describe(rec['returned'])}",
+                "reference": _exc_text(value)}
+    finding = _compare_values(rec["returned"], value)
+    if finding is None:
+        finding = _compare_values(rec["after"], (args, kwargs), "arguments after the call")
+        if finding is not None and finding["finding"] != "side_effect":
+            finding = {"finding": "side_effect",
+                       "side_effect": f"{finding.get('candidate', '')} / reference {finding.get('reference', '')}"}
+    return finding
+
+
+def _compare_self(cand_after, ref, method):
+    """The same outputs: whether the method left its instance in another state (a module's
+    parameters, buffers or flags; another object's attributes)."""
+    path = f"self after {method}"
+    if cand_after is None:
+        return None
+    if "state" in cand_after:
+        d = _compare_module_states(cand_after, _module_state(ref), path)
+    elif _plain_object(ref):
+        d = _compare_attributes(cand_after["attrs"], vars(ref), path)
+    else:
+        d = None
+    if d is not None and d["finding"] != "side_effect":
+        d = {"finding": "side_effect",
+             "side_effect": f"{d.get('candidate', '')} / reference {d.get('reference', '')}"}
+    return d
 
 
 def load_reference(path, entry):

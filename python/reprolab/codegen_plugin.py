@@ -194,6 +194,9 @@ def pytest_runtest_call(item):
     finally:
         for module, name, original in patched:
             setattr(module, name, original)
+        if _state is not None and _state.recorder is not None:
+            # a class entry point's methods were wrapped on the class itself
+            _state.recorder.restore()
 
 
 def _patch_entry(item):

@@ -388,6 +388,9 @@ pub struct Behaviour {
     /// The call compared (0-based) and how many the test made.
     pub call: Option<u32>,
     pub calls: Option<u32>,
+    /// For a class entry point, the method of the instance whose call differed (`forward`);
+    /// `None` for the construction or a function's call.
+    pub method: Option<String>,
     /// What each function returned or raised.
     pub candidate: Option<String>,
     pub reference: Option<String>,
@@ -430,6 +433,9 @@ impl Behaviour {
         let mut parts = vec![self.finding.clone()];
         if let Some(c) = self.call {
             parts.push(format!("call {}", c + 1));
+        }
+        if let Some(m) = &self.method {
+            parts.push(format!("method {m}"));
         }
         if let Some(c) = &self.candidate {
             parts.push(format!("generated: {c}"));
@@ -2040,6 +2046,32 @@ mod tests {
         // every rule the function names is documented, in order
         let documented: Vec<&str> = BEHAVIOUR_RULES.iter().map(|r| r.0).collect();
         assert_eq!(documented.len(), 16);
+    }
+
+    #[test]
+    fn a_class_method_finding_is_labelled_as_a_call_and_names_the_method() {
+        // a module's forward fails inside torch.cat on a size the reference rejects
+        let b: Behaviour = serde_json::from_str(
+            r#"{"finding": "both_raise", "call": 1, "calls": 2, "method": "forward",
+                "candidate": "RuntimeError: Sizes of tensors must match except in dimension 1",
+                "reference": "ValueError: height and width must be divisible by 4",
+                "raised_at": "solution.py:52 in forward: d2 = torch.cat([u, e2], dim=1)"}"#,
+        )
+        .unwrap();
+        assert_eq!(b.method.as_deref(), Some("forward"));
+        let mut e = fail("RuntimeError", "Sizes of tensors must match");
+        e.behaviour = Some(Box::leak(Box::new(b)));
+        let l = classify(&e).unwrap();
+        assert_eq!(
+            (l.category, l.subtype, l.rule.as_str()),
+            (
+                Category::MissingCornerCase,
+                Subtype::ShapeDimensionEdgeCase,
+                "behaviour_both_raise"
+            )
+        );
+        let evidence = l.evidence.unwrap();
+        assert!(evidence.contains("call 2; method forward"), "{evidence}");
     }
 
     #[test]
