@@ -311,7 +311,7 @@ impl Harness {
     ) -> Result<String, HarnessError> {
         let o = &self.inner.opts;
         let parts = [
-            "codegen-v2".to_string(),
+            "codegen-v3".to_string(), // v3: class entry points record their method calls (behaviour evidence)
             self.fingerprint(task)?,
             format!("{role:?}"),
             sample.to_string(),
