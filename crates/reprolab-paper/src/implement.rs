@@ -362,13 +362,23 @@ fn context(brief: &Brief<'_>) -> String {
         criteria_list(brief.fingerprint)
     );
     if !brief.lineage.is_empty() {
-        let files: Vec<&CodeFile> = brief.lineage.iter().collect();
         s.push_str(&format!(
             "\n# Code of papers this one builds on (for reference)\n{}\n",
-            code::render(&files, LINEAGE_BUDGET)
+            code::render(&code_before_readmes(brief.lineage), LINEAGE_BUDGET)
         ));
     }
     s
+}
+
+/// The lineage files with every README after the code (each group in its own order): the
+/// rendering stops at its budget, and a long README must not push the model code out of it.
+fn code_before_readmes(files: &[CodeFile]) -> Vec<&CodeFile> {
+    let mut ordered: Vec<&CodeFile> = files.iter().collect();
+    ordered.sort_by_key(|f| {
+        let name = f.path.rsplit('/').next().unwrap_or(&f.path);
+        crate::online::github::is_readme_name(name)
+    });
+    ordered
 }
 
 async fn plan(
@@ -649,6 +659,35 @@ mod tests {
             1,
         );
         assert!(many.unwrap_err().contains("at most 1"));
+    }
+
+    #[test]
+    fn lineage_code_comes_before_readmes_so_a_long_readme_cannot_crowd_it_out() {
+        let file = |path: &str, text: String| CodeFile {
+            path: path.into(),
+            text,
+        };
+        let lineage = [
+            file("arxiv:1/code/README.md", "install it\n".repeat(5_000)),
+            file("arxiv:1/code/models/net.py", "class Net: pass\n".into()),
+            file("corpus-paper/readme.txt", "notes\n".into()),
+            file("corpus-paper/loss.py", "def loss(): pass\n".into()),
+        ];
+        let order: Vec<&str> = code_before_readmes(&lineage)
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "arxiv:1/code/models/net.py",
+                "corpus-paper/loss.py",
+                "arxiv:1/code/README.md",
+                "corpus-paper/readme.txt"
+            ]
+        );
+        let rendered = code::render(&code_before_readmes(&lineage), LINEAGE_BUDGET);
+        assert!(rendered.contains("class Net") && rendered.contains("def loss"));
     }
 
     #[test]
