@@ -89,6 +89,9 @@ class Recorder:
         self._keep = []
         self._depth = 0
         self._patched = _patch_methods(func, self) if inspect.isclass(func) else []
+        # Module states copied for method calls, in tensor values, over the whole test: the
+        # recording runs in every test, passing or not, and must not change its memory.
+        self._state_values_left = MAX_RECORDED_STATE_VALUES
 
     def restore(self):
         for cls, name, original in reversed(self._patched):
@@ -115,14 +118,22 @@ class Recorder:
             rec["raised"] = e
             rec["tb"] = e.__traceback__
             rec["after"] = (_copy(args), _copy(kwargs))
-            rec["self_after"] = _instance_state(instance)
+            rec["self_after"] = self._snapshot(_instance_state, instance)
             raise
         finally:
             self._depth -= 1
         rec["returned"] = _copy(out)
         rec["after"] = (_copy(args), _copy(kwargs))
-        rec["self_after"] = _instance_state(instance)
+        rec["self_after"] = self._snapshot(_instance_state, instance)
         return out
+
+    def _snapshot(self, take, instance):
+        """`take(instance, limit)` within what is left of the test's budget of copied values."""
+        if instance is None:
+            return None
+        state = take(instance, self._state_values_left)
+        self._state_values_left -= _values_in(state)
+        return state
 
     def method_call(self, name, original, instance, args, kwargs):
         """A call of a wrapped method: recorded when it is the test's own call (not one the
@@ -131,7 +142,7 @@ class Recorder:
         if k is None or self._depth or len(self.calls) >= MAX_CALLS:
             return original(instance, *args, **kwargs)
         rec = {"method": name, "instance": k, "args": _copy(args), "kwargs": _copy(kwargs),
-               "rng": _rng_state(), "grad": _grad_enabled(), "state": _module_state(instance)}
+               "rng": _rng_state(), "grad": _grad_enabled(), "state": self._snapshot(_module_state, instance)}
         self.calls.append(rec)
         return self._run(rec, lambda *a, **kw: original(instance, *a, **kw), args, kwargs,
                          instance)
@@ -170,12 +181,21 @@ def _grad_enabled():
     return bool(torch.is_grad_enabled()) if torch is not None else None
 
 
-# Modules with more parameter values than this are not snapshotted before each method call
-# (the reference then runs with its own parameters).
+# Modules with more parameter values than this are not snapshotted (the reference then runs
+# with its own parameters)...
 MAX_STATE_VALUES = 20_000_000
+# ...and a test's recorded method calls copy at most this many values in all (8 MB of float32).
+MAX_RECORDED_STATE_VALUES = 2_000_000
 
 
-def _module_state(instance):
+def _values_in(state):
+    """How many tensor values a module state copied."""
+    if not state or "state" not in state:
+        return 0
+    return sum(v.numel() for v in state["state"].values() if hasattr(v, "numel"))
+
+
+def _module_state(instance, limit=MAX_STATE_VALUES):
     """An nn.Module's parameters and buffers, training flags and requires_grad flags, copied:
     what the reference instance is given before a method call is replayed on it (the test may
     have changed the instance since it was built: zeroed weights, eval mode)."""
@@ -184,7 +204,7 @@ def _module_state(instance):
         return None
     try:
         state = instance.state_dict()
-        if sum(v.numel() for v in state.values() if hasattr(v, "numel")) > MAX_STATE_VALUES:
+        if sum(v.numel() for v in state.values() if hasattr(v, "numel")) > limit:
             return None
         return {"state": {k: v.detach().clone() if hasattr(v, "detach") else _copy(v)
                           for k, v in state.items()},
@@ -194,14 +214,14 @@ def _module_state(instance):
         return None
 
 
-def _instance_state(instance):
+def _instance_state(instance, limit=MAX_STATE_VALUES):
     """What a method call left in its instance, for the side-effect comparison: a module's
-    state, or a copy of another object's attributes."""
+    state (none past `limit` values), or a copy of another object's attributes."""
     if instance is None:
         return None
-    state = _module_state(instance)
-    if state is not None:
-        return state
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(instance, torch.nn.Module):
+        return _module_state(instance, limit)  # never its __dict__: that holds the parameters
     attrs = getattr(instance, "__dict__", None)
     return {"attrs": _copy(dict(attrs))} if isinstance(attrs, dict) else None
 

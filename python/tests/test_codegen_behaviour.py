@@ -269,3 +269,23 @@ def test_the_recorder_puts_the_class_back(tmp_path):
     assert ns["Stopper"].step is not original
     rec.restore()
     assert ns["Stopper"].step is original
+
+
+def test_module_states_are_copied_within_a_budget_per_test(tmp_path, monkeypatch):
+    """Recording runs in passing tests too: the module states it copies before and after each
+    method call stop at the test's budget, and a module is never copied through its __dict__."""
+    ns = {"__name__": "solution_for_test"}
+    exec(textwrap.dedent(_NET), ns)
+    values = 4 * 3 + 3  # Linear(4, 3): weight and bias
+    monkeypatch.setattr(b, "MAX_RECORDED_STATE_VALUES", 5 * values)
+    rec = b.Recorder(ns["Net"])
+    try:
+        net = rec(4, 3)
+        for _ in range(4):
+            net(torch.ones(2, 4))
+    finally:
+        rec.restore()
+    methods = [c for c in rec.calls if c.get("method") == "forward"]
+    copied = [s is not None for c in methods for s in (c["state"], c["self_after"])]
+    assert copied == [True] * 5 + [False] * 3
+    assert b._instance_state(net, limit=values - 1) is None
