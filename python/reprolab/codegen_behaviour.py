@@ -188,11 +188,14 @@ MAX_STATE_VALUES = 20_000_000
 MAX_RECORDED_STATE_VALUES = 2_000_000
 
 
+def _numel(state_dict):
+    """How many tensor values a state dict holds."""
+    return sum(v.numel() for v in state_dict.values() if hasattr(v, "numel"))
+
+
 def _values_in(state):
-    """How many tensor values a module state copied."""
-    if not state or "state" not in state:
-        return 0
-    return sum(v.numel() for v in state["state"].values() if hasattr(v, "numel"))
+    """How many tensor values a module state (:func:`_module_state`) copied."""
+    return _numel(state["state"]) if state and "state" in state else 0
 
 
 def _module_state(instance, limit=MAX_STATE_VALUES):
@@ -204,7 +207,7 @@ def _module_state(instance, limit=MAX_STATE_VALUES):
         return None
     try:
         state = instance.state_dict()
-        if sum(v.numel() for v in state.values() if hasattr(v, "numel")) > limit:
+        if _numel(state) > limit:
             return None
         return {"state": {k: v.detach().clone() if hasattr(v, "detach") else _copy(v)
                           for k, v in state.items()},

@@ -19,6 +19,21 @@ pub struct CodeFile {
     pub text: String,
 }
 
+/// The last part of a `/`-separated path.
+pub fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// A `/`-separated path that stays inside its directory and shows nothing hidden: not empty,
+/// not absolute, no empty, `.`, `..` or dot-file part. Paths that came from a model or the
+/// network are written only when this holds.
+pub fn is_inside_and_visible(path: &str) -> bool {
+    !path.is_empty()
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && !part.starts_with('.'))
+}
+
 /// The source and config files below `dir` (hidden directories and `__pycache__` skipped), in
 /// path order.
 pub fn read_dir(dir: &Path) -> Vec<CodeFile> {

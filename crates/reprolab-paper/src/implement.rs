@@ -374,10 +374,7 @@ fn context(brief: &Brief<'_>) -> String {
 /// rendering stops at its budget, and a long README must not push the model code out of it.
 fn code_before_readmes(files: &[CodeFile]) -> Vec<&CodeFile> {
     let mut ordered: Vec<&CodeFile> = files.iter().collect();
-    ordered.sort_by_key(|f| {
-        let name = f.path.rsplit('/').next().unwrap_or(&f.path);
-        crate::online::github::is_readme_name(name)
-    });
+    ordered.sort_by_key(|f| crate::online::github::is_readme_name(code::file_name(&f.path)));
     ordered
 }
 
@@ -429,7 +426,7 @@ fn read_plan(answer: &str, max_files: usize) -> Result<Plan, String> {
     let mut plan: Plan =
         serde_json::from_value(json).map_err(|e| format!("not a plan {{files, entry}} ({e})"))?;
     plan.fallback = None;
-    plan.files.retain(|f| safe_path(&f.path));
+    plan.files.retain(|f| code::is_inside_and_visible(&f.path));
     plan.files.dedup_by(|a, b| a.path == b.path);
     if plan.files.is_empty() {
         return Err("the plan has no file with a relative path".into());
@@ -441,14 +438,6 @@ fn read_plan(answer: &str, max_files: usize) -> Result<Plan, String> {
         return Err(format!("the entry {:?} is not among the files", plan.entry));
     }
     Ok(plan)
-}
-
-/// Relative, inside the project, and not hidden.
-fn safe_path(p: &str) -> bool {
-    !p.is_empty()
-        && !p.starts_with('/')
-        && p.split('/')
-            .all(|part| !part.is_empty() && part != ".." && !part.starts_with('.'))
 }
 
 async fn write_file(

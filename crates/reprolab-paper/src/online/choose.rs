@@ -13,6 +13,7 @@
 
 use std::path::Path;
 
+use crate::code::{file_name, is_inside_and_visible};
 use crate::lineage::{bm25_scores, is_code_name};
 
 use super::github::{self, Content, Tree};
@@ -246,17 +247,10 @@ fn names_a_part(words: &str) -> bool {
         .any(|w| CORE_WORDS.contains(&w.to_lowercase().as_str()))
 }
 
-fn file_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-/// Relative, without `.`/`..` or hidden parts, nor backslashes: safe to write under the cache.
+/// Inside the repository, nothing hidden, and no backslash (a remote name is written under the
+/// cache).
 fn is_safe_path(path: &str) -> bool {
-    !path.is_empty()
-        && !path.contains('\\')
-        && path
-            .split('/')
-            .all(|part| !part.is_empty() && !part.starts_with('.'))
+    is_inside_and_visible(path) && !path.contains('\\')
 }
 
 fn in_skipped_dir(path: &str) -> bool {

@@ -289,10 +289,9 @@ impl Lookup {
             )
         } else {
             let url = github::search_url(&api, &e.title)?;
-            let body = self
-                .get_github(&url, Service::GitHubApi, MAX_GITHUB_JSON_BYTES)
+            let repos = self
+                .get_github_json(&url, MAX_GITHUB_JSON_BYTES, github::parse_search)
                 .await?;
-            let repos = github::parse_search(&body).inspect_err(|_| self.fetcher.forget(&url))?;
             let named = repos
                 .iter()
                 .find_map(|r| github::repo_names_paper(r, &e.title, &e.id).map(|w| (r, w)));
@@ -377,10 +376,9 @@ impl Lookup {
             Err(why) => tracing::info!("{full_name}: {why}; only its top directory is read"),
         }
         let url = github::contents_url(&self.settings.github_api_url, full_name);
-        let body = self
-            .get_github(&url, Service::GitHubApi, MAX_GITHUB_JSON_BYTES)
+        let listing = self
+            .get_github_json(&url, MAX_GITHUB_JSON_BYTES, github::parse_contents)
             .await?;
-        let listing = github::parse_contents(&body).inspect_err(|_| self.fetcher.forget(&url))?;
         Ok(choose::from_listing(&listing))
     }
 
@@ -396,21 +394,30 @@ impl Lookup {
             Some(b) => b,
             None => {
                 let url = github::repo_url(&api, full_name);
-                let body = self
-                    .get_github(&url, Service::GitHubApi, MAX_GITHUB_JSON_BYTES)
-                    .await?;
-                github::parse_default_branch(&body).inspect_err(|_| self.fetcher.forget(&url))?
+                self.get_github_json(&url, MAX_GITHUB_JSON_BYTES, github::parse_default_branch)
+                    .await?
             }
         };
         let url = github::tree_url(&api, full_name, &branch)?;
-        let body = self
-            .get_github(&url, Service::GitHubApi, MAX_GITHUB_TREE_BYTES)
+        let tree = self
+            .get_github_json(&url, MAX_GITHUB_TREE_BYTES, github::parse_tree)
             .await?;
-        let tree = github::parse_tree(&body).inspect_err(|_| self.fetcher.forget(&url))?;
         if tree.truncated {
             return Err("GitHub truncated its file tree".into());
         }
         choose::from_tree(&tree, &self.settings.github_raw_base(), full_name, &branch)
+    }
+
+    /// An answer of GitHub's API read by `parse`; one that cannot be read is dropped from the
+    /// cache, so that a later run asks again.
+    async fn get_github_json<T>(
+        &mut self,
+        url: &str,
+        cap: usize,
+        parse: fn(&[u8]) -> Result<T, String>,
+    ) -> Result<T, String> {
+        let body = self.get_github(url, Service::GitHubApi, cap).await?;
+        parse(&body).inspect_err(|_| self.fetcher.forget(url))
     }
 
     async fn get_github(
