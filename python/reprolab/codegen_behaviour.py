@@ -30,6 +30,7 @@ A finding is a dict (every key optional but ``finding``)::
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import inspect
 import math
@@ -805,22 +806,12 @@ def _sync_reference(ref, state):
     return None
 
 
-class _grad_mode:
+def _grad_mode(enabled):
     """torch's grad mode of the candidate's call (a test calls forward under no_grad or not)."""
-
-    def __init__(self, enabled):
-        torch = sys.modules.get("torch")
-        self.ctx = torch.set_grad_enabled(enabled) if torch is not None and enabled is not None \
-            else None
-
-    def __enter__(self):
-        if self.ctx is not None:
-            self.ctx.__enter__()
-
-    def __exit__(self, *exc):
-        if self.ctx is not None:
-            self.ctx.__exit__(*exc)
-        return False
+    torch = sys.modules.get("torch")
+    if torch is None or enabled is None:
+        return contextlib.nullcontext()
+    return torch.set_grad_enabled(enabled)
 
 
 def _compare_call(rec, how, value, args, kwargs):
