@@ -101,11 +101,6 @@ impl Evaluator {
         self.store.clone()
     }
 
-    /// Start the warm workers now, so their torch imports overlap with other work.
-    pub async fn warm_up(&self) {
-        self.executor.warm_up().await;
-    }
-
     /// The cache key of one evaluation.
     pub fn cache_key(&self, source_hash: &str, config: &Config, seed: u64, mode: Mode) -> String {
         self.cache_key_pruned(source_hash, config, seed, mode, None)

@@ -54,9 +54,6 @@ pub trait Executor: Send + Sync {
     /// How many evaluations run at once.
     fn parallelism(&self) -> usize;
 
-    /// Start workers now, so their start-up overlaps with the caller's other work.
-    async fn warm_up(&self) {}
-
     /// Stop workers cleanly (the executor is not used afterwards).
     async fn shutdown(&self) {}
 }
@@ -155,10 +152,6 @@ impl Executor for LocalExecutor {
 
     fn parallelism(&self) -> usize {
         self.workers
-    }
-
-    async fn warm_up(&self) {
-        self.pool().await;
     }
 
     async fn shutdown(&self) {

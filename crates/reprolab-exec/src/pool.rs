@@ -1,5 +1,7 @@
-//! A pool of warm workers fed from one queue. Workers start eagerly (their torch imports overlap)
-//! and a worker that dies or hangs is replaced; an evaluation it was running is retried once.
+//! A pool of warm workers fed from one queue. A worker starts when a queued task finds no idle
+//! one (so a command that runs one training on a 32-core machine imports torch once, and a batch
+//! of N starts min(N, size) workers whose imports overlap), stays warm for the pool's life, and
+//! is replaced when it dies or hangs; an evaluation it was running is retried once.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -85,37 +87,38 @@ enum Queued {
 pub struct WorkerPool {
     /// `None` once stopped.
     tx: std::sync::Mutex<Option<mpsc::UnboundedSender<Queued>>>,
-    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// The slots started so far (at most `size`), each serving the queue with one worker.
+    slots: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
     size: usize,
-    /// Tries that failed because the worker broke (died, hung, refused the request).
-    failures: Arc<AtomicU64>,
+    /// What every slot shares.
+    shared: Serve,
+}
+
+/// Queued tasks no slot has taken yet, and slots waiting for one: a task that finds fewer
+/// idle slots than tasks waiting starts a slot (while there are fewer than the pool's size).
+#[derive(Default)]
+struct Demand {
+    waiting: usize,
+    idle: usize,
 }
 
 impl WorkerPool {
-    /// Start `size` workers; evaluations run in fresh directories under `scratch`.
+    /// A pool of at most `size` workers, started as tasks come (see the module's comment);
+    /// evaluations run in fresh directories under `scratch`.
     pub fn start(env: PythonEnv, size: usize, scratch: PathBuf) -> WorkerPool {
-        let size = size.max(1);
         let (tx, rx) = mpsc::unbounded_channel::<Queued>();
-        let rx = Arc::new(Mutex::new(rx));
-        let counter = Arc::new(AtomicU64::new(0));
-        let failures = Arc::new(AtomicU64::new(0));
-        let tasks = (0..size)
-            .map(|slot| {
-                let ctx = Serve {
-                    env: env.clone(),
-                    rx: rx.clone(),
-                    scratch: scratch.clone(),
-                    counter: counter.clone(),
-                    failures: failures.clone(),
-                };
-                tokio::spawn(async move { serve(slot, ctx).await })
-            })
-            .collect();
         WorkerPool {
             tx: std::sync::Mutex::new(Some(tx)),
-            tasks: Mutex::new(tasks),
-            size,
-            failures,
+            slots: std::sync::Mutex::new(Vec::new()),
+            size: size.max(1),
+            shared: Serve {
+                env,
+                rx: Arc::new(Mutex::new(rx)),
+                scratch,
+                counter: Arc::new(AtomicU64::new(0)),
+                failures: Arc::new(AtomicU64::new(0)),
+                demand: Arc::new(std::sync::Mutex::new(Demand::default())),
+            },
         }
     }
 
@@ -123,18 +126,35 @@ impl WorkerPool {
         self.size
     }
 
+    /// How many workers have been started (slots, each keeping one worker warm).
+    pub fn started(&self) -> usize {
+        self.slots.lock().unwrap().len()
+    }
+
     /// How many tries failed because their worker broke (it died, hung or refused the request,
     /// e.g. a Keras request for the other backend) and was replaced. A worker replaced because
     /// it holds the other Keras backend, before the request is sent, is not a failure.
     pub fn worker_failures(&self) -> u64 {
-        self.failures.load(Ordering::Relaxed)
+        self.shared.failures.load(Ordering::Relaxed)
     }
 
+    /// Queue a task, starting a slot for it when every started one is busy.
     fn send(&self, queued: Queued) -> bool {
-        match self.tx.lock().unwrap().as_ref() {
-            Some(tx) => tx.send(queued).is_ok(),
-            None => false,
+        let tx = self.tx.lock().unwrap();
+        let Some(tx) = tx.as_ref() else {
+            return false;
+        };
+        let mut demand = self.shared.demand.lock().unwrap();
+        if tx.send(queued).is_err() {
+            return false;
         }
+        demand.waiting += 1;
+        let mut slots = self.slots.lock().unwrap();
+        if demand.waiting > demand.idle && slots.len() < self.size {
+            let (slot, ctx) = (slots.len(), self.shared.clone());
+            slots.push(tokio::spawn(async move { serve(slot, ctx).await }));
+        }
+        true
     }
 
     /// Run one evaluation (queued behind others when all workers are busy).
@@ -165,20 +185,23 @@ impl WorkerPool {
     /// an `infra` outcome.
     pub async fn stop(&self) {
         drop(self.tx.lock().unwrap().take());
-        let tasks = std::mem::take(&mut *self.tasks.lock().await);
-        for t in tasks {
+        let slots = std::mem::take(&mut *self.slots.lock().unwrap());
+        for t in slots {
             let _ = t.await;
         }
     }
 }
 
 /// What each worker's task shares with the pool.
+#[derive(Clone)]
 struct Serve {
     env: PythonEnv,
     rx: Arc<Mutex<mpsc::UnboundedReceiver<Queued>>>,
     scratch: PathBuf,
     counter: Arc<AtomicU64>,
+    /// Tries that failed because the worker broke (died, hung, refused the request).
     failures: Arc<AtomicU64>,
+    demand: Arc<std::sync::Mutex<Demand>>,
 }
 
 async fn serve(slot: usize, ctx: Serve) {
@@ -188,6 +211,7 @@ async fn serve(slot: usize, ctx: Serve) {
         scratch,
         counter,
         failures,
+        demand,
     } = ctx;
     // Each worker's own directory: the only place its evaluations can write.
     let scratch = scratch.join(format!("w{slot}"));
@@ -199,7 +223,13 @@ async fn serve(slot: usize, ctx: Serve) {
         }
     };
     loop {
+        demand.lock().unwrap().idle += 1;
         let next = rx.lock().await.recv().await;
+        {
+            let mut d = demand.lock().unwrap();
+            d.idle -= 1;
+            d.waiting -= usize::from(next.is_some());
+        }
         let Some(queued) = next else {
             break;
         };

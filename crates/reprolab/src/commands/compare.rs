@@ -65,7 +65,6 @@ pub async fn run(g: &Global, args: &CompareArgs) -> Result<ExitCode> {
     let (config_b, path_b) = context::load_config(&subject, Some(&args.b))?;
     let split = args.split.split();
     let ev = context::evaluator(g).await?;
-    ev.warm_up().await;
     let seeds = super::seed_range(args.seed, args.runs)?;
     let (ra, rb) = tokio::join!(
         run_seeds(&ev, &subject, &config_a, &seeds, Mode::Eval, "A", g.json),

@@ -1,7 +1,8 @@
-//! Cancelling an evaluation is dropping its future: a queued one never starts, a started one is
-//! ended at once (its processes killed), and the warm worker goes on with what is still wanted.
-//! Real warm workers of the managed environment (provisioned on first use, like every test that
-//! trains).
+//! The warm pool and confined commands with real workers of the managed environment
+//! (provisioned on first use, like every test that trains): workers start only when a task finds
+//! none idle, and cancelling an evaluation is dropping its future: a queued one never starts, a
+//! started one is ended at once (its processes killed), and the warm worker goes on with what is
+//! still wanted.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -56,6 +57,49 @@ async fn wait_for(limit: Duration, ready: impl Fn() -> bool) -> bool {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     ready()
+}
+
+#[tokio::test]
+async fn workers_start_only_when_a_task_finds_none_idle() {
+    let env = reprolab_exec::env::ensure(&EnvOptions::default(), &|m| eprintln!("{m}"))
+        .unwrap_or_else(|e| panic!("the managed environment: {e}"));
+    let subject = tempfile::tempdir().unwrap();
+    std::fs::write(subject.path().join("train.py"), TRAIN).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let pool = Arc::new(WorkerPool::start(env, 2, scratch.path().to_path_buf()));
+    assert_eq!(pool.started(), 0, "a pool starts no worker before its first task");
+    for _ in 0..3 {
+        let done = pool.eval(job(subject.path(), "")).await;
+        assert!(done.outcome.is_ok(), "{:?}", done.outcome);
+    }
+    assert_eq!(pool.started(), 1, "tasks one after another share one warm worker");
+
+    // Two at once start the second worker; a third waits for one of them (the pool's size).
+    let pid = std::process::id();
+    let tags: Vec<String> = (0..3).map(|i| format!("demand{i}-{pid}")).collect();
+    let running: Vec<_> = tags
+        .iter()
+        .map(|tag| {
+            let (pool, job) = (pool.clone(), job(subject.path(), tag));
+            tokio::spawn(async move { pool.eval(job).await })
+        })
+        .collect();
+    let busy = |n: usize| tags.iter().filter(|t| tagged(t) > 0).count() == n;
+    assert!(
+        wait_for(Duration::from_secs(180), || busy(2)).await,
+        "two evaluations never ran at once"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(busy(2), "a third ran beside them");
+    assert_eq!(pool.started(), 2);
+    for r in running {
+        r.abort();
+    }
+    assert!(
+        wait_for(Duration::from_secs(20), || busy(0)).await,
+        "the cancelled evaluations' processes still run"
+    );
+    pool.stop().await;
 }
 
 #[tokio::test]
