@@ -41,8 +41,10 @@ pub struct Global {
     /// environment reprolab manages.
     #[arg(long, global = true, value_name = "PATH")]
     pub python: Option<PathBuf>,
-    /// Parallel trainings (in `codegen`: parallel samples). Default: the number of cores.
-    #[arg(long, short = 'j', global = true, value_name = "N")]
+    /// Parallel trainings (in `codegen`: parallel samples). Default: the number of cores, or
+    /// REPROLAB_WORKERS when set (e.g. to leave cores to others on a shared machine).
+    #[arg(long, short = 'j', global = true, env = "REPROLAB_WORKERS", value_name = "N",
+          value_parser = at_least_one)]
     pub workers: Option<usize>,
     /// Retrain even what the store already knows (results are still stored).
     #[arg(long, global = true)]
@@ -56,6 +58,15 @@ pub struct Global {
     /// The Ray cluster for --backend ray (HOST:PORT of its head, or ray://HOST:10001).
     #[arg(long, global = true, env = "RAY_ADDRESS", value_name = "ADDR")]
     pub ray_address: Option<String>,
+}
+
+/// A count that must be positive (workers: 0 would train nothing).
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Where trainings run.

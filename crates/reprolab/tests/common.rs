@@ -23,10 +23,14 @@ pub fn subject(name: &str) -> PathBuf {
     repo().join("subjects").join(name)
 }
 
-/// A reprolab command with a private store in `dir`.
+/// A reprolab command with a private store in `dir`, training on one worker unless the test
+/// asks for more with `-j`: the test harness already runs tests side by side on every core, and
+/// each further worker would only add its own Python start (seconds of CPU, TensorFlow's more)
+/// to a machine that is busy anyway. Results do not depend on the number of workers.
 pub fn reprolab(dir: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_reprolab"));
     cmd.current_dir(dir)
+        .env("REPROLAB_WORKERS", "1")
         .arg("--store")
         .arg(dir.join("store.db"));
     cmd

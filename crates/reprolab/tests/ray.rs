@@ -175,6 +175,7 @@ fn on_ray(dir: &Path, cluster: &Cluster) -> Command {
 /// `cmd` with Ray's settings for the test cluster.
 fn with_ray(mut cmd: Command, cluster: &Cluster) -> Command {
     cmd.args(["--backend", "ray", "--ray-address", &cluster.address])
+        .env_remove("REPROLAB_WORKERS") // one slot per CPU of the cluster, the backend's default
         .env("RAY_AUTH_MODE", "disabled");
     cmd
 }
