@@ -67,12 +67,20 @@ async fn workers_start_only_when_a_task_finds_none_idle() {
     std::fs::write(subject.path().join("train.py"), TRAIN).unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let pool = Arc::new(WorkerPool::start(env, 2, scratch.path().to_path_buf()));
-    assert_eq!(pool.started(), 0, "a pool starts no worker before its first task");
+    assert_eq!(
+        pool.started(),
+        0,
+        "a pool starts no worker before its first task"
+    );
     for _ in 0..3 {
         let done = pool.eval(job(subject.path(), "")).await;
         assert!(done.outcome.is_ok(), "{:?}", done.outcome);
     }
-    assert_eq!(pool.started(), 1, "tasks one after another share one warm worker");
+    assert_eq!(
+        pool.started(),
+        1,
+        "tasks one after another share one warm worker"
+    );
 
     // Two at once start the second worker; a third waits for one of them (the pool's size).
     let pid = std::process::id();

@@ -56,6 +56,31 @@ pub fn suspected_space_at(subject: &Subject, suspects: &[Suspect], threshold: f6
     SearchSpace { params }
 }
 
+/// How much more likely a suspected hyperparameter is redrawn than an unsuspected one, per unit
+/// of the suspect's confidence (see [`suspicion_prior`]).
+pub const PRIOR_WEIGHT: f64 = 20.0;
+
+/// A prior over the hyperparameters at fault for a search that proposes changes near the faulty
+/// config (bohb's [`reprolab_search::BohbOptions::prior`]): each parameter a suspect with
+/// confidence at or above [`NEXT_THRESHOLD`] names weighs `1 + PRIOR_WEIGHT × confidence` (the
+/// highest such suspect's), every other parameter 1, so the search still reaches causes
+/// localisation missed.
+pub fn suspicion_prior(subject: &Subject, suspects: &[Suspect]) -> Vec<(String, f64)> {
+    subject
+        .space
+        .params
+        .iter()
+        .filter_map(|p| {
+            let confidence = suspects
+                .iter()
+                .filter(|s| s.confidence >= NEXT_THRESHOLD && suspects_param(s, p))
+                .map(|s| s.confidence)
+                .fold(None, |a: Option<f64>, c| Some(a.map_or(c, |a| a.max(c))))?;
+            Some((p.name.clone(), 1.0 + PRIOR_WEIGHT * confidence))
+        })
+        .collect()
+}
+
 /// Whether `s` suspects the hyperparameter `p`: its fault type, and its layer when `s` names
 /// layers.
 fn suspects_param(s: &Suspect, p: &Param) -> bool {
@@ -149,6 +174,12 @@ fn first_changes(subject: &Subject, suspects: &[Suspect]) -> Vec<(String, Value)
         }
     }
     changes
+}
+
+/// The configs localisation suggests trying first, in order (see [`first_changes`] and
+/// [`tried_first`]): what guided tries before searching, and what bohb enqueues.
+pub fn suggested_configs(subject: &Subject, suspects: &[Suspect]) -> Vec<Config> {
+    tried_first(subject, &first_changes(subject, suspects)).into()
 }
 
 /// The configs tried first: all `changes` together, then (when there are several) each alone.

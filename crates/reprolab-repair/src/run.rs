@@ -21,6 +21,7 @@ use reprolab_search::{self as search, Budget, Objective, SearchResult, SearchSet
 use reprolab_stats::Verdict;
 use serde::Serialize;
 
+use crate::guided::{suggested_configs, suspicion_prior};
 use crate::llm::{LlmRepairOptions, Suggestion, llm_repair};
 use crate::rules::{RulesOptions, rules_with};
 use crate::{Minimized, RepairError, RulesResult, Validation, guided, minimize, validate};
@@ -357,7 +358,24 @@ pub async fn repair<O: Objective>(
             .await?,
             None,
         ),
-        Engine::Bohb => (search::bohb(obj, subject, &settings).await?, None),
+        Engine::Bohb => {
+            // Localisation's suspects as bohb's prior over which hyperparameters to change, and
+            // its suggested changes as the first configs proposed.
+            let trace = obj
+                .trace(&subject.config, settings.seed)
+                .await
+                .map_err(RepairError::Objective)?;
+            let suspects = localize(subject, &trace);
+            let opt = search::BohbOptions {
+                prior: suspicion_prior(subject, &suspects),
+                enqueued: suggested_configs(subject, &suspects),
+                ..search::BohbOptions::default()
+            };
+            (
+                search::bohb_with(obj, subject, &settings, &opt).await?,
+                None,
+            )
+        }
         Engine::Rules => {
             let opt = RulesOptions {
                 confirm_runs: spec.runs,

@@ -17,9 +17,12 @@ use serde::{Deserialize, Serialize};
 use reprolab_rng::Rng;
 
 use crate::budget::SearchSettings;
+use crate::confirm::{FINALISTS, confirm, finalists};
 use crate::pruner::{Pruner, SuccessiveHalving, rank};
 use crate::sampler::Sampler;
-use crate::space::{EPOCHS_KEY, apply_patch, count_at, perturb_config, sample_config_scaled};
+use crate::space::{
+    EPOCHS_KEY, apply_patch, count_at, perturb_config_weighted, sample_config_scaled,
+};
 use crate::study::{SearchResult, Stop, Study};
 use crate::tpe::TpeSampler;
 use crate::{Objective, SearchError, Trial};
@@ -52,6 +55,19 @@ pub struct BohbOptions {
     /// The config key holding the number of epochs (default `epochs`). Candidates without an
     /// integer value there are always trained fully.
     pub fidelity_key: String,
+    /// Share of the budget kept for re-training the best few configs with fresh seeds
+    /// ([`crate::confirm`]): once the search has spent the rest and found at least two configs
+    /// better than the faulty one, it stops and the race among them picks the patch by mean.
+    /// A search that has found fewer goes on to the end of the budget. 0 turns it off.
+    pub confirm_share: f64,
+    /// How likely each hyperparameter is to be at fault (by name; one not named weighs 1): the
+    /// parameters a proposal near the faulty config redraws are picked in proportion. Empty
+    /// (the default): all alike. The repair engine fills it from localisation's suspects.
+    pub prior: Vec<(String, f64)>,
+    /// Configs proposed first, in order, before any drawn one (Optuna's `enqueue_trial`); they
+    /// enter the brackets like any other. The repair engine fills it with localisation's
+    /// suggested changes.
+    pub enqueued: Vec<Config>,
 }
 
 impl Default for BohbOptions {
@@ -64,6 +80,9 @@ impl Default for BohbOptions {
             local_changes: 2.0,
             min_points: 6,
             fidelity_key: EPOCHS_KEY.into(),
+            confirm_share: 0.2,
+            prior: Vec::new(),
+            enqueued: Vec::new(),
         }
     }
 }
@@ -122,6 +141,12 @@ pub async fn bohb_with<O: Objective>(
             opt.eta
         )));
     }
+    if !(0.0..1.0).contains(&opt.confirm_share) {
+        return Err(SearchError::Settings(format!(
+            "confirm_share = {}: expected at least 0 and below 1",
+            opt.confirm_share
+        )));
+    }
     let goal = subject.metric.goal;
     let top = opt.s_max;
     let pruner = SuccessiveHalving { eta: opt.eta };
@@ -134,14 +159,20 @@ pub async fn bohb_with<O: Objective>(
     let mut rng = Rng::new(s.seed ^ 0xB0B0_0000_0000_0001);
     let mut tpe = TpeSampler::new(s.seed ^ 0x7E7E_0000_0000_0002, goal);
     tpe.n_startup = 1;
+    let mut enqueued = opt.enqueued.iter();
     let mut bracket = 0u32;
     'brackets: while stop.is_none() {
         let sb = top - bracket % (top + 1);
         bracket += 1;
         let mut cands: Vec<Candidate> = (0..opt.bracket_size(sb))
             .map(|_| {
-                let asked = propose(&mut rng, &mut tpe, subject, &by_rung, opt);
-                let config = apply_patch(&subject.config, &asked);
+                let config = match enqueued.next() {
+                    Some(first) => first.clone(),
+                    None => {
+                        let asked = propose(&mut rng, &mut tpe, subject, &by_rung, opt);
+                        apply_patch(&subject.config, &asked)
+                    }
+                };
                 let full = count_at(&config, &opt.fidelity_key);
                 Candidate {
                     config,
@@ -160,6 +191,10 @@ pub async fn bohb_with<O: Objective>(
             // `parallel` at a time, fewer when the time left holds fewer (Meter::allowance).
             let mut next = 0;
             while next < todo.len() {
+                if confirmation_due(&study, subject, opt) {
+                    stop = Some(Stop::Budget);
+                    break 'brackets;
+                }
                 let k = study.allowance(s.parallel.min(todo.len() - next));
                 if k == 0 {
                     stop = Some(Stop::Budget);
@@ -194,7 +229,23 @@ pub async fn bohb_with<O: Objective>(
             active.retain(|&c| !pruner.prune(goal, r.into(), c, &reported));
         }
     }
-    Ok(study.finish("bohb", stop.unwrap_or(Stop::Budget)))
+    let left = study.budget_left();
+    let time_ref_s = study.time_reference_s();
+    let stop = stop.unwrap_or(Stop::Budget);
+    let found = study.finish("bohb", stop);
+    // A trial that reached the target ends the search as asked: nothing to choose.
+    if opt.confirm_share == 0.0 || left.is_empty() || stop == Stop::StopAt {
+        return Ok(found);
+    }
+    confirm(obj, subject, found, left, time_ref_s, s).await
+}
+
+/// Whether the search should stop and leave the rest of the budget to [`confirm`]: it has
+/// spent all but `confirm_share` and found at least two configs to choose between.
+fn confirmation_due(study: &Study<'_>, subject: &Subject, opt: &BohbOptions) -> bool {
+    opt.confirm_share > 0.0
+        && study.spent_fraction() >= 1.0 - opt.confirm_share
+        && finalists(subject, study.trials(), FINALISTS).len() >= 2
 }
 
 /// A new config: random for `random_fraction` of the proposals and while no rung has
@@ -214,9 +265,13 @@ fn propose(
         .find(|ts| ts.len() >= opt.min_points.max(1) && ts.iter().any(|t| t.value.is_some()));
     match model {
         Some(ts) if rng.f64() >= opt.random_fraction => tpe.ask(&subject.space, ts),
-        _ if rng.f64() < opt.local_fraction => {
-            perturb_config(&subject.config, &subject.space, rng, opt.local_changes)
-        }
+        _ if rng.f64() < opt.local_fraction => perturb_config_weighted(
+            &subject.config,
+            &subject.space,
+            rng,
+            opt.local_changes,
+            &opt.prior,
+        ),
         _ => sample_config_scaled(&subject.space, rng),
     }
 }

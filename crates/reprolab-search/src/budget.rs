@@ -244,6 +244,41 @@ impl Meter {
     pub fn exhausted(&self) -> bool {
         self.allowance(1) == 0
     }
+
+    /// The share of the budget spent: trials of a trial budget, seconds of a time budget (0
+    /// before the reference is set).
+    pub fn spent_fraction(&self) -> f64 {
+        match (self.budget, self.limit_s) {
+            (Budget::Trials(n), _) => self.trials as f64 / n.max(1) as f64,
+            (Budget::TimeMultiple(_), Some(limit)) if limit > 0.0 => self.spent_s / limit,
+            (Budget::TimeMultiple(_), _) => 0.0,
+        }
+    }
+
+    /// Seconds one unit of a time budget stands for (0 for a trial budget or before the
+    /// reference is set).
+    pub fn reference_s(&self) -> f64 {
+        match (self.budget, self.limit_s) {
+            (Budget::TimeMultiple(m), Some(limit)) if m > 0.0 => limit / m,
+            _ => 0.0,
+        }
+    }
+
+    /// What is left of the budget, in its own units: trials, or a multiple of the reference.
+    pub fn left(&self) -> Budget {
+        match self.budget {
+            Budget::Trials(n) => Budget::Trials(n.saturating_sub(self.trials)),
+            Budget::TimeMultiple(_) => {
+                let reference = self.reference_s();
+                let left = self.left_s().unwrap_or(0.0).max(0.0);
+                Budget::TimeMultiple(if reference > 0.0 {
+                    left / reference
+                } else {
+                    0.0
+                })
+            }
+        }
+    }
 }
 
 #[cfg(test)]

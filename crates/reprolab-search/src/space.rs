@@ -94,19 +94,60 @@ pub fn perturb_config(
     rng: &mut Rng,
     mean_changes: f64,
 ) -> Config {
+    perturb_config_weighted(faulty, space, rng, mean_changes, &[])
+}
+
+/// [`perturb_config`] with the redrawn parameters picked with probability proportional to
+/// `weights` (by name; a parameter not named weighs 1, and one of weight 0 or less is never
+/// redrawn unless nothing else can be): a prior over which hyperparameters are at fault.
+pub fn perturb_config_weighted(
+    faulty: &Config,
+    space: &SearchSpace,
+    rng: &mut Rng,
+    mean_changes: f64,
+    weights: &[(String, f64)],
+) -> Config {
     let n = space.params.len();
-    let mut order: Vec<usize> = (0..n).collect();
     let mut k = 1;
     let go_on = 1.0 - 1.0 / mean_changes.max(1.0);
     while k < n && rng.f64() < go_on {
         k += 1;
     }
-    // A partial Fisher-Yates shuffle picks k distinct parameters.
-    for i in 0..k.min(n) {
-        let j = i + rng.below(n - i);
-        order.swap(i, j);
-    }
-    let redraw = &order[..k.min(n)];
+    let weight = |i: usize| {
+        weights
+            .iter()
+            .find(|(name, _)| *name == space.params[i].name)
+            .map_or(1.0, |(_, w)| w.max(0.0))
+    };
+    let mut order: Vec<usize> = (0..n).collect();
+    let redraw: Vec<usize> = if weights.is_empty() {
+        // A partial Fisher-Yates shuffle picks k distinct parameters.
+        for i in 0..k.min(n) {
+            let j = i + rng.below(n - i);
+            order.swap(i, j);
+        }
+        order[..k.min(n)].to_vec()
+    } else {
+        // k distinct parameters, each drawn in proportion to its weight among those left.
+        let mut picked = Vec::new();
+        while picked.len() < k.min(n) {
+            let total: f64 = order.iter().map(|&i| weight(i)).sum();
+            let at = if total > 0.0 {
+                let mut x = rng.f64() * total;
+                order
+                    .iter()
+                    .position(|&i| {
+                        x -= weight(i);
+                        x < 0.0
+                    })
+                    .unwrap_or(order.len() - 1)
+            } else {
+                rng.below(order.len())
+            };
+            picked.push(order.swap_remove(at));
+        }
+        picked
+    };
     space
         .iter()
         .enumerate()
@@ -362,6 +403,45 @@ mod tests {
             assert_eq!(
                 changed_count(&faulty, &perturb_config(&faulty, &space, &mut rng, 1.0)),
                 1
+            );
+        }
+    }
+
+    #[test]
+    fn a_prior_picks_the_suspected_parameter_in_proportion() {
+        let space = SearchSpace {
+            params: (0..10)
+                .map(|i| Param {
+                    name: format!("p{i}"),
+                    ..p(ParamKind::Choice {
+                        values: vec![json!(0), json!(1)],
+                    })
+                })
+                .collect(),
+        };
+        let faulty: Config = space.iter().map(|p| (p.name.clone(), json!(0))).collect();
+        let mut rng = Rng::new(11);
+        // p3 weighs 9 against 1 for each of the other nine: half of the one-change proposals.
+        let prior = vec![("p3".to_string(), 9.0), ("p5".to_string(), 0.0)];
+        let (mut p3, mut p5) = (0, 0);
+        for _ in 0..4000 {
+            let c = perturb_config_weighted(&faulty, &space, &mut rng, 1.0, &prior);
+            // (at most one: a two-valued redraw keeps the faulty value once in 2^8 draws)
+            assert!(changed_count(&faulty, &c) <= 1);
+            p3 += usize::from(c.get("p3") == Some(&json!(1)));
+            p5 += usize::from(c.get("p5") == Some(&json!(1)));
+        }
+        assert!(
+            (p3 as f64 / 4000.0 - 0.5).abs() < 0.03,
+            "p3 redrawn {p3} times"
+        );
+        assert_eq!(p5, 0, "a weight of 0 is never redrawn");
+        // Without a prior: the same draws as perturb_config.
+        let (mut a, mut b) = (Rng::new(3), Rng::new(3));
+        for _ in 0..50 {
+            assert_eq!(
+                perturb_config(&faulty, &space, &mut a, 2.0),
+                perturb_config_weighted(&faulty, &space, &mut b, 2.0, &[])
             );
         }
     }

@@ -6,7 +6,7 @@
 use reprolab_core::{Config, Goal, Split, Subject};
 use serde::{Deserialize, Serialize};
 
-use crate::budget::{Meter, SearchSettings};
+use crate::budget::{Budget, Meter, SearchSettings};
 use crate::join::join_all;
 use crate::pruner::rank;
 use crate::sampler::Sampler;
@@ -264,6 +264,21 @@ impl<'a> Study<'a> {
     /// Whether the budget allows no further trial.
     pub fn exhausted(&self) -> bool {
         self.meter.exhausted()
+    }
+
+    /// The share of the budget spent so far (see [`Meter::spent_fraction`]).
+    pub fn spent_fraction(&self) -> f64 {
+        self.meter.spent_fraction()
+    }
+
+    /// What is left of the budget, in its own units (see [`Meter::left`]).
+    pub fn budget_left(&self) -> Budget {
+        self.meter.left()
+    }
+
+    /// Seconds one unit of a time budget stands for (0 for a trial budget).
+    pub fn time_reference_s(&self) -> f64 {
+        self.meter.reference_s()
     }
 
     /// Charges training that is not a trial (a rules engine's trace) to the budget.

@@ -702,3 +702,60 @@ fn the_warm_up_keeps_slow_starters_that_optuna_s_median_prunes() {
         "found the region: warm-up {warm_found}, optuna {optuna_found}, unpruned {plain_found} of 6"
     );
 }
+
+#[test]
+fn bohb_leaves_its_confirmation_share_to_a_race_among_its_finalists() {
+    let subject = study_subject(true);
+    for seed in 0..3u64 {
+        let s = settings(Budget::Trials(30), seed);
+        let r = block_on(crate::bohb(&Synth::study(), &subject, &s)).unwrap();
+        assert!(
+            r.trials.len() <= 30,
+            "seed {seed}: {} trials",
+            r.trials.len()
+        );
+        let repeats: Vec<&Trial> = r.trials.iter().filter(|t| t.confirms.is_some()).collect();
+        assert!(!repeats.is_empty(), "seed {seed}: no confirmation");
+        // The search stopped at 80% of the budget at the earliest, and only then confirmed.
+        let first = r.trials.iter().position(|t| t.confirms.is_some()).unwrap();
+        assert!(first >= 24, "seed {seed}: confirmation from trial {first}");
+        assert!(r.trials[first..].iter().all(|t| t.confirms.is_some()));
+        for t in &repeats {
+            let of = &r.trials[t.confirms.unwrap()];
+            assert!(t.is_full() && of.is_full() && t.config == of.config);
+        }
+        assert_eq!(r.best, crate::best_by_mean(&subject, &r.trials));
+
+        let off = BohbOptions {
+            confirm_share: 0.0,
+            ..BohbOptions::default()
+        };
+        let plain = block_on(bohb_with(&Synth::study(), &subject, &s, &off)).unwrap();
+        assert_eq!(plain.trials.len(), 30);
+        assert!(plain.trials.iter().all(|t| t.confirms.is_none()));
+    }
+}
+
+#[test]
+fn bohb_proposes_its_enqueued_configs_first_and_finds_the_fix_they_hold() {
+    let subject = study_subject(true);
+    let mut fix = study_faulty();
+    fix.insert("act2", serde_json::json!("softmax"));
+    fix.insert("lr", serde_json::json!(0.005));
+    let opt = BohbOptions {
+        enqueued: vec![fix.clone()],
+        ..BohbOptions::default()
+    };
+    let r = block_on(bohb_with(
+        &Synth::study(),
+        &subject,
+        &settings(Budget::Trials(12), 0),
+        &opt,
+    ))
+    .unwrap();
+    assert_eq!(
+        r.trials[1].config, fix,
+        "the enqueued config is the first proposal"
+    );
+    assert_eq!(r.best.unwrap().config, fix);
+}

@@ -749,7 +749,9 @@ pub enum EngineArg {
     Random,
     /// Bayesian optimisation with a Tree-structured Parzen Estimator (HEBO's role in the study).
     Tpe,
-    /// Hyperband with a TPE sampler, epochs as the fidelity: weak candidates stop early.
+    /// Hyperband with a TPE sampler, epochs as the fidelity: weak candidates stop early. It
+    /// starts from localisation's suggestions and changes suspected hyperparameters more often;
+    /// the last fifth of the budget re-trains its best few configs and keeps the best mean.
     Bohb,
     /// AutoTrainer-style: trace, detect symptoms, try its fixes in order, each retrained from scratch.
     Rules,

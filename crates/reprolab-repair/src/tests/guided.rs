@@ -10,7 +10,7 @@ use reprolab_search::{
 use serde_json::{Value, json};
 
 use super::*;
-use crate::guided::{guided, suggested_changes, suspected_space};
+use crate::guided::{PRIOR_WEIGHT, guided, suggested_changes, suspected_space, suspicion_prior};
 use crate::patch_diff;
 
 fn suspect(label: &str, confidence: f64, suggestion: Option<&str>) -> Suspect {
@@ -74,6 +74,26 @@ fn the_suspected_space_follows_fault_types_layers_and_the_threshold() {
         vec!["act0", "act1", "act2"]
     );
     assert!(names(&[]).is_empty());
+}
+
+#[test]
+fn the_prior_weighs_suspected_parameters_by_their_highest_confidence() {
+    let subject = study_subject(true);
+    let suspects = [
+        suspect("HLR", 0.6, None),
+        suspect("HLR", 0.9, None),
+        suspect("ACH(2)", 0.3, None),
+        suspect("WCI", 0.2, None), // below NEXT_THRESHOLD: no weight
+    ];
+    let prior = suspicion_prior(&subject, &suspects);
+    assert_eq!(
+        prior,
+        vec![
+            ("act2".to_string(), 1.0 + PRIOR_WEIGHT * 0.3),
+            ("lr".to_string(), 1.0 + PRIOR_WEIGHT * 0.9),
+        ]
+    );
+    assert!(suspicion_prior(&subject, &[]).is_empty());
 }
 
 #[test]
