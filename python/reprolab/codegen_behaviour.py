@@ -33,6 +33,7 @@ import ast
 import contextlib
 import copy
 import inspect
+import itertools
 import math
 import random
 import sys
@@ -622,6 +623,11 @@ def _value_stats(a, b):
     out["mismatched"] = round(float((~np.isclose(fa, fb, rtol=1e-5, atol=1e-6)).mean()), 6)
     if fa.size > 1:
         out["permuted"] = bool(np.allclose(np.sort(fa), np.sort(fb), rtol=1e-5, atol=1e-6))
+        if out["permuted"] and a.ndim >= 2 and a.shape == b.shape:
+            # A reshape or view where a permute belongs scrambles the rows; reordering whole
+            # rows, the values within each row, or transposing the axes keeps them.
+            out["layout"] = not (_rows_reordered(a, b) or _reordered_within_rows(a, b)
+                                 or _transposed(a, b))
         if fa.std() > 0 and fb.std() > 0:
             out["corr"] = round(float(np.corrcoef(fa, fb)[0, 1]), 6)
     nz = np.abs(fb) > 1e-12
@@ -645,6 +651,37 @@ def _value_stats(a, b):
             out["ratio"] = round(float(ratios[0]), 6)
     out["close"] = out["rel_error"] < 0.5 and out.get("corr", 1.0) > 0.9
     return out
+
+
+def _allclose(x, y):
+    np = sys.modules["numpy"]
+    return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-5, atol=1e-6, equal_nan=True))
+
+
+def _rows_reordered(a, b):
+    """Whether `a` holds `b`'s rows (last-axis vectors) in another order."""
+    np = sys.modules["numpy"]
+
+    def sorted_rows(x):
+        rows = x.reshape(-1, x.shape[-1])
+        # rounded keys, so that values equal within tolerance sort alike on both sides
+        return rows[np.lexsort(np.round(rows, 6).T[::-1])]
+
+    return _allclose(sorted_rows(a), sorted_rows(b))
+
+
+def _reordered_within_rows(a, b):
+    """Whether each row of `a` holds the same row of `b`'s values in another order."""
+    np = sys.modules["numpy"]
+    return _allclose(np.sort(a, axis=-1), np.sort(b, axis=-1))
+
+
+def _transposed(a, b):
+    """Whether `a` is `b` with its axes permuted (a transposed matrix, channels moved)."""
+    if a.ndim > 6:
+        return False
+    return any(_allclose(a, b.transpose(p)) for p in itertools.permutations(range(b.ndim))
+               if list(p) != list(range(b.ndim)) and b.transpose(p).shape == a.shape)
 
 
 def _compare_modules(c, r, path):

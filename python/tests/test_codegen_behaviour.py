@@ -118,6 +118,31 @@ def test_a_sentinel_is_a_conventional_fill_value(tmp_path):
     assert got["finding"] == "values" and "sentinel" not in got
 
 
+def test_a_reshape_for_a_permute_is_a_layout_not_a_reordering(tmp_path):
+    ref = """
+        import torch
+        def f(x):
+            return x.permute(0, 3, 1, 2)
+    """
+    x = (torch.arange(2.0 * 3 * 4 * 5).reshape(2, 4, 5, 3),)
+    got = _run(tmp_path, ref, ref.replace("x.permute(0, 3, 1, 2)", "x.reshape(2, 3, 4, 5)"), "f", x)
+    assert got["finding"] == "values" and got["permuted"] and got["layout"]
+    # the same values moved as whole rows, within rows, or as a transpose: a reordering
+    rows = """
+        import torch
+        def f(x):
+            return x
+    """
+    m = (torch.arange(12.0).reshape(4, 3),)
+    for reordered in ("x.flip(0)", "x.flip(1)"):
+        got = _run(tmp_path, rows, rows.replace("return x", f"return {reordered}"), "f", m)
+        assert got["finding"] == "values" and got["permuted"], reordered
+        assert not got.get("layout"), reordered
+    square = (torch.arange(16.0).reshape(4, 4),)
+    got = _run(tmp_path, rows, rows.replace("return x", "return x.t()"), "f", square)
+    assert got["permuted"] and not got.get("layout")
+
+
 # --- a class entry point: the construction and the calls of the instance's methods ----------
 def _run_class(tmp_path, reference, candidate, entry, test):
     """Build the candidate's class through a Recorder, run `test(cls)` on it (as a test would,

@@ -311,7 +311,7 @@ impl Harness {
     ) -> Result<String, HarnessError> {
         let o = &self.inner.opts;
         let parts = [
-            "codegen-v3".to_string(), // v3: class entry points record their method calls (behaviour evidence)
+            "codegen-v4".to_string(), // v4: behaviour findings say whether permuted values are laid out anew (a reshape for a permute)
             self.fingerprint(task)?,
             format!("{role:?}"),
             sample.to_string(),

@@ -406,6 +406,10 @@ pub struct Behaviour {
     pub corr: Option<f64>,
     pub ratio: Option<f64>,
     pub permuted: bool,
+    /// `values`, `permuted`: the values are laid out in another order that is neither whole rows
+    /// (last-axis vectors) reordered, nor values reordered within each row, nor the reference
+    /// with its axes transposed: what a reshape or view does where a permute belongs.
+    pub layout: bool,
     pub close: bool,
     /// `values`: the one value the reference puts wherever the two differ (-1, 0, NaN).
     pub sentinel: Option<String>,
@@ -452,7 +456,9 @@ impl Behaviour {
         if let Some(x) = self.ratio {
             parts.push(format!("ratio {x:.4}"));
         }
-        if self.permuted {
+        if self.layout {
+            parts.push("same values, laid out in another order (not rows, not a transpose)".into());
+        } else if self.permuted {
             parts.push("same values, other places".into());
         }
         if let Some(s) = &self.sentinel {
@@ -553,6 +559,12 @@ pub const BEHAVIOUR_RULES: &[(&str, Category, Subtype, &str)] = &[
         "the reference puts one special value (-1, 0, NaN) where the generation computes ordinary values",
     ),
     (
+        "behaviour_layout",
+        Category::OperationCalculationError,
+        Subtype::ShapeErrorInOperation,
+        "the same values laid out in another order, not a reordering of rows nor a transpose (a reshape where a permute belongs)",
+    ),
+    (
         "behaviour_permuted",
         Category::Misinterpretation,
         Subtype::IncorrectDlFunctionality,
@@ -602,6 +614,7 @@ pub fn behaviour_rule(b: &Behaviour) -> Option<&'static str> {
             "dtype" => "behaviour_dtype",
             "side_effect" => "behaviour_side_effect",
             "values" if b.sentinel.is_some() => "behaviour_sentinel",
+            "values" if b.permuted && b.layout => "behaviour_layout",
             "values" if b.permuted => "behaviour_permuted",
             "values" if b.ratio.is_some_and(|r| (r - 1.0).abs() > 1e-6) && !b.close => {
                 "behaviour_scaled"
@@ -2041,11 +2054,13 @@ mod tests {
         assert_eq!(ids(&v), Some("behaviour_scaled"));
         v.permuted = true;
         assert_eq!(ids(&v), Some("behaviour_permuted"));
+        v.layout = true;
+        assert_eq!(ids(&v), Some("behaviour_layout"));
         v.sentinel = Some("-1.0".into());
         assert_eq!(ids(&v), Some("behaviour_sentinel"));
         // every rule the function names is documented, in order
         let documented: Vec<&str> = BEHAVIOUR_RULES.iter().map(|r| r.0).collect();
-        assert_eq!(documented.len(), 16);
+        assert_eq!(documented.len(), 17);
     }
 
     #[test]
