@@ -20,7 +20,9 @@ A finding is a dict (every key optional but ``finding``)::
      "candidate": str, "reference": str,           # what each returned or raised
      "raised_at": str,                             # the call that raised in the candidate
      "broadcast": bool,                            # shape: the candidate's is a broadcast of the reference's
+     "off_by_one": bool,                           # shape: one element or slice more or fewer at an end
      "close": bool, "rel_error": float, "corr": float, "permuted": bool, "ratio": float,
+     "layout": bool,                               # permuted: a reshape where a permute belongs
      "guard": str,                                 # an early exit the reference took (its `if`)
      "edge": [str],                                # edge-case features of the inputs
      "ignored_args": [str],                        # arguments passed, used by the reference, never read by the candidate
@@ -547,7 +549,8 @@ def _compare_values(c, r, path="output"):
         if len(c) != len(r):
             # a list standing for a vector: a length difference is a shape difference
             return {"finding": "shape", "candidate": f"{path}: {_describe(c)}",
-                    "reference": f"{path}: {_describe(r)}", "broadcast": False}
+                    "reference": f"{path}: {_describe(r)}", "broadcast": False,
+                    "off_by_one": _sequence_off_by_one(c, r)}
         for i, (a, b) in enumerate(zip(c, r)):
             d = _compare_values(a, b, f"{path}[{i}]")
             if d:
@@ -566,9 +569,11 @@ def _compare_values(c, r, path="output"):
         return _compare_modules(c, r, path)
     if kc in numeric or kc in ("number", "bool", "vector"):
         if kc in numeric and tuple(c.shape) != tuple(r.shape):
+            a, b = _array(c), _array(r)
             return {"finding": "shape", "candidate": f"{path}: {_describe(c)}",
                     "reference": f"{path}: {_describe(r)}",
-                    "broadcast": _is_broadcast(tuple(c.shape), tuple(r.shape))}
+                    "broadcast": _is_broadcast(tuple(c.shape), tuple(r.shape)),
+                    "off_by_one": a is not None and b is not None and _off_by_one(a, b)}
         a, b = _array(c), _array(r)
         if a is None or b is None or np is None:
             return None if _safe_eq(c, r) else {"finding": "values", "candidate": _describe(c),
@@ -599,6 +604,36 @@ def _safe_eq(a, b):
         return False
 
 
+def _off_by_one(a, b):
+    """Whether one array is the other with one slice more at the start or the end of one axis:
+    a loop or a count off by one (a window lost, an extra step), not another computation.
+    The shorter side must keep at least three slices, so that a match says something (two
+    decoded tokens out of three can match by chance)."""
+    if a.ndim != b.ndim or a.ndim == 0:
+        return False
+    axes = [i for i in range(a.ndim) if a.shape[i] != b.shape[i]]
+    if len(axes) != 1:
+        return False
+    axis = axes[0]
+    longer, shorter = (a, b) if a.shape[axis] > b.shape[axis] else (b, a)
+    n = shorter.shape[axis]
+    if longer.shape[axis] != n + 1 or n < 3:
+        return False
+    np = sys.modules["numpy"]
+    ends = (np.take(longer, range(n), axis=axis), np.take(longer, range(1, n + 1), axis=axis))
+    return any(_allclose(e, shorter) for e in ends)
+
+
+def _sequence_off_by_one(c, r):
+    """`_off_by_one` for lists: one element more or fewer at either end, the rest equal."""
+    longer, shorter = (c, r) if len(c) > len(r) else (r, c)
+    n = len(shorter)
+    if len(longer) != n + 1 or n < 3:
+        return False
+    return any(all(_compare_values(x, y) is None for x, y in zip(part, shorter))
+               for part in (longer[:n], longer[1:]))
+
+
 def _is_broadcast(c, r):
     """Whether shape `c` is what broadcasting `r` against something else makes (more elements,
     `r` fits in it by numpy's rules)."""
@@ -626,8 +661,8 @@ def _value_stats(a, b):
         if out["permuted"] and a.ndim >= 2 and a.shape == b.shape:
             # A reshape or view where a permute belongs scrambles the rows; reordering whole
             # rows, the values within each row, or transposing the axes keeps them.
-            out["layout"] = not (_rows_reordered(a, b) or _reordered_within_rows(a, b)
-                                 or _transposed(a, b))
+            out["layout"] = _relaid(a, b) or not (
+                _rows_reordered(a, b) or _reordered_within_rows(a, b) or _transposed(a, b))
         if fa.std() > 0 and fb.std() > 0:
             out["corr"] = round(float(np.corrcoef(fa, fb)[0, 1]), 6)
     nz = np.abs(fb) > 1e-12
@@ -682,6 +717,18 @@ def _transposed(a, b):
         return False
     return any(_allclose(a, b.transpose(p)) for p in itertools.permutations(range(b.ndim))
                if list(p) != list(range(b.ndim)) and b.transpose(p).shape == a.shape)
+
+
+def _relaid(a, b):
+    """Whether `a` is what reshaping a transpose of `b` gives: the reference's values read
+    in another memory order, as `x.reshape(shape)` does where `x.permute(...)` belongs. Exact
+    over the whole tensor, so it holds even where few distinct values (a one-hot) let rows
+    look merely reordered."""
+    if b.ndim > 6:
+        return False
+    return any(_allclose(a, b.transpose(p).reshape(a.shape))
+               for p in itertools.permutations(range(b.ndim))
+               if b.transpose(p).shape != a.shape)
 
 
 def _compare_modules(c, r, path):

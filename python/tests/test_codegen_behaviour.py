@@ -4,6 +4,7 @@ import textwrap
 import pytest
 
 torch = pytest.importorskip("torch")
+np = pytest.importorskip("numpy")
 
 from reprolab import codegen_behaviour as b  # noqa: E402
 
@@ -141,6 +142,47 @@ def test_a_reshape_for_a_permute_is_a_layout_not_a_reordering(tmp_path):
     square = (torch.arange(16.0).reshape(4, 4),)
     got = _run(tmp_path, rows, rows.replace("return x", "return x.t()"), "f", square)
     assert got["permuted"] and not got.get("layout")
+
+
+def test_a_reshape_of_a_one_hot_is_a_layout_although_its_rows_look_reordered(tmp_path):
+    # a one-hot has few distinct rows, so a reshape's rows can match the reference's rows as a
+    # multiset; the exact relation (the reference transposed back, then reshaped) still holds
+    ref = """
+        import torch
+        def f(y):
+            return torch.nn.functional.one_hot(y, 3).permute(0, 3, 1, 2).float()
+    """
+    y = (torch.tensor([[[0, 1, 2], [2, 1, 0]]]),)
+    got = _run(tmp_path, ref, ref.replace(".permute(0, 3, 1, 2)", ".reshape(1, 3, 2, 3)"), "f", y)
+    assert got["finding"] == "values" and got["permuted"] and got["layout"]
+
+
+def test_one_window_lost_at_the_end_is_off_by_one_and_another_count_is_not(tmp_path):
+    ref = """
+        import numpy as np
+        def windows(x, size):
+            return np.stack([x[i:i + size] for i in range(len(x) - size + 1)])
+    """
+    x = (np.arange(8.0), 3)
+    got = _run(tmp_path, ref, ref.replace("- size + 1", "- size"), "windows", x)
+    assert got["finding"] == "shape" and got["off_by_one"]
+    # the same count, starting one step late: also one window fewer, at the start
+    got = _run(tmp_path, ref, ref.replace("range(len(x) - size + 1)", "range(1, len(x) - size + 1)"),
+               "windows", x)
+    assert got["off_by_one"]
+    # a stride of 2: fewer windows, and not the reference's minus one
+    got = _run(tmp_path, ref, ref.replace("range(len(x)", "range(0, len(x)").replace("+ 1)", "+ 1, 2)"), "windows", x)
+    assert got["finding"] == "shape" and not got["off_by_one"]
+    # a list one element short
+    lref = """
+        def upto(n):
+            return list(range(n + 1))
+    """
+    got = _run(tmp_path, lref, lref.replace("n + 1", "n"), "upto", (5,))
+    assert got["finding"] == "shape" and got["off_by_one"]
+    # two tokens decoded out of three: too short to tell an off-by-one from another answer
+    got = _run(tmp_path, lref, lref.replace("n + 1", "n"), "upto", (2,))
+    assert got["finding"] == "shape" and not got["off_by_one"]
 
 
 # --- a class entry point: the construction and the calls of the instance's methods ----------

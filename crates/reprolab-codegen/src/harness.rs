@@ -311,7 +311,7 @@ impl Harness {
     ) -> Result<String, HarnessError> {
         let o = &self.inner.opts;
         let parts = [
-            "codegen-v4".to_string(), // v4: behaviour findings say whether permuted values are laid out anew (a reshape for a permute)
+            "codegen-v5".to_string(), // v5: behaviour findings say whether a shape differs by one slice at an end (off by one), and find a reshape for a permute exactly
             self.fingerprint(task)?,
             format!("{role:?}"),
             sample.to_string(),

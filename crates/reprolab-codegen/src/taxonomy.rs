@@ -398,6 +398,9 @@ pub struct Behaviour {
     pub raised_at: Option<String>,
     /// `shape`: the candidate's shape is a broadcast of the reference's.
     pub broadcast: bool,
+    /// `shape`: one output is the other with one element or slice more at the start or the end
+    /// of one axis, the rest equal (a count or a loop bound off by one).
+    pub off_by_one: bool,
     /// `values`: the largest difference relative to the reference's scale, the share of
     /// mismatched elements, their correlation, a constant ratio, the same values elsewhere, and
     /// whether they are close (relative error < 0.5, correlation > 0.9).
@@ -455,6 +458,9 @@ impl Behaviour {
         }
         if let Some(x) = self.ratio {
             parts.push(format!("ratio {x:.4}"));
+        }
+        if self.off_by_one {
+            parts.push("one element more or fewer at an end, the rest equal".into());
         }
         if self.layout {
             parts.push("same values, laid out in another order (not rows, not a transpose)".into());
@@ -527,6 +533,12 @@ pub const BEHAVIOUR_RULES: &[(&str, Category, Subtype, &str)] = &[
         Category::Misinterpretation,
         Subtype::IncorrectDlLibraryUsage,
         "the outputs differ in kind (tensor, array, number, list, keys, a module's parameters)",
+    ),
+    (
+        "behaviour_off_by_one",
+        Category::SillyMistake,
+        Subtype::NotDlRelated,
+        "the output is the reference's with one element or slice more or fewer at an end, the rest equal (off by one)",
     ),
     (
         "behaviour_shape_broadcast",
@@ -609,6 +621,7 @@ pub fn behaviour_rule(b: &Behaviour) -> Option<&'static str> {
             "candidate_raises" if b.edge.iter().any(|e| e == "empty") => "behaviour_empty_input",
             "candidate_raises" => return None,
             "type" => "behaviour_type",
+            "shape" if b.off_by_one => "behaviour_off_by_one",
             "shape" if b.broadcast => "behaviour_shape_broadcast",
             "shape" => "behaviour_shape",
             "dtype" => "behaviour_dtype",
@@ -2043,6 +2056,8 @@ mod tests {
         assert_eq!(ids(&b), Some("behaviour_shape"));
         b.broadcast = true;
         assert_eq!(ids(&b), Some("behaviour_shape_broadcast"));
+        b.off_by_one = true;
+        assert_eq!(ids(&b), Some("behaviour_off_by_one"));
         assert_eq!(ids(&finding("dtype")), Some("behaviour_dtype"));
         assert_eq!(ids(&finding("side_effect")), Some("behaviour_side_effect"));
         let mut v = finding("values");
@@ -2060,7 +2075,7 @@ mod tests {
         assert_eq!(ids(&v), Some("behaviour_sentinel"));
         // every rule the function names is documented, in order
         let documented: Vec<&str> = BEHAVIOUR_RULES.iter().map(|r| r.0).collect();
-        assert_eq!(documented.len(), 17);
+        assert_eq!(documented.len(), 18);
     }
 
     #[test]
