@@ -91,11 +91,61 @@ struct ServerState {
 
 /// A running fake server; stops when dropped.
 pub struct FakeServer {
-    addr: SocketAddr,
     flavor: Flavor,
     state: Arc<ServerState>,
+    loopback: Loopback,
+}
+
+/// An axum app served on `127.0.0.1:0`, on the current tokio runtime or by a runtime of its own
+/// on a background thread; it stops (and its thread is joined) when dropped. The fake servers
+/// of this crate and of `reprolab-paper` (its fake arXiv + GitHub) run on it.
+pub struct Loopback {
+    addr: SocketAddr,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Loopback {
+    /// Serves `app` from a runtime of its own on a background thread named `NAME-PORT`,
+    /// usable from synchronous tests.
+    pub fn background(name: &str, app: Router) -> Loopback {
+        let (listener, addr) = bind();
+        let (tx, rx) = oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name(format!("{name}-{}", addr.port()))
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a runtime for the fake server");
+                rt.block_on(async move {
+                    let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+                    serve(listener, app, rx).await;
+                });
+            })
+            .expect("spawn the fake server thread");
+        Loopback {
+            addr,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for Loopback {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl FakeServer {
@@ -116,13 +166,15 @@ impl FakeServer {
             .expect("FakeServer::start must be called inside a tokio runtime");
         let state = new_state(flavor, script);
         let (tx, rx) = oneshot::channel();
-        tokio::spawn(serve(listener, state.clone(), rx));
+        tokio::spawn(serve(listener, app(state.clone()), rx));
         FakeServer {
-            addr,
             flavor,
             state,
-            shutdown: Some(tx),
-            thread: None,
+            loopback: Loopback {
+                addr,
+                shutdown: Some(tx),
+                thread: None,
+            },
         }
     }
 
@@ -131,37 +183,20 @@ impl FakeServer {
         flavor: Flavor,
         script: impl IntoIterator<Item = FakeReply>,
     ) -> FakeServer {
-        let (listener, addr) = bind();
         let state = new_state(flavor, script);
-        let (tx, rx) = oneshot::channel();
-        let thread_state = state.clone();
-        let thread = std::thread::Builder::new()
-            .name(format!("fake-llm-{}", addr.port()))
-            .spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("a runtime for the fake server");
-                rt.block_on(async move {
-                    let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                    serve(listener, thread_state, rx).await;
-                });
-            })
-            .expect("spawn the fake server thread");
+        let loopback = Loopback::background("fake-llm", app(state.clone()));
         FakeServer {
-            addr,
             flavor,
             state,
-            shutdown: Some(tx),
-            thread: Some(thread),
+            loopback,
         }
     }
 
     /// `http://127.0.0.1:PORT/v1` (OpenAI) or `http://127.0.0.1:PORT` (Anthropic).
     pub fn base_url(&self) -> String {
         match self.flavor {
-            Flavor::OpenAi => format!("http://{}/v1", self.addr),
-            Flavor::Anthropic => format!("http://{}", self.addr),
+            Flavor::OpenAi => format!("http://{}/v1", self.loopback.addr),
+            Flavor::Anthropic => format!("http://{}", self.loopback.addr),
         }
     }
 
@@ -196,17 +231,6 @@ impl FakeServer {
     }
 }
 
-impl Drop for FakeServer {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 fn bind() -> (std::net::TcpListener, SocketAddr) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     listener.set_nonblocking(true).expect("non-blocking");
@@ -226,12 +250,11 @@ fn new_state(flavor: Flavor, script: impl IntoIterator<Item = FakeReply>) -> Arc
     })
 }
 
-async fn serve(
-    listener: tokio::net::TcpListener,
-    state: Arc<ServerState>,
-    shutdown: oneshot::Receiver<()>,
-) {
-    let app = Router::new().fallback(handle).with_state(state);
+fn app(state: Arc<ServerState>) -> Router {
+    Router::new().fallback(handle).with_state(state)
+}
+
+async fn serve(listener: tokio::net::TcpListener, app: Router, shutdown: oneshot::Receiver<()>) {
     let _ = axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = shutdown.await;

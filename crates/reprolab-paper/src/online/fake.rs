@@ -1,10 +1,10 @@
 //! A fake arXiv + GitHub server for tests (cargo feature `fake`): a real HTTP server on
-//! `127.0.0.1:0` (like reprolab-llm's fake LLM servers) answering from routes — a path, words
-//! its decoded query must contain, and a canned answer — and remembering every request. A
-//! request no route answers gets 404 with GitHub's `{"message": "Not Found"}`.
-//! [`FakeWeb::repository`] adds the routes of a whole GitHub repository.
+//! `127.0.0.1:0` (reprolab-llm's fake [`Loopback`], which its fake LLM servers run on too)
+//! answering from routes — a path, words its decoded query must contain, and a canned answer —
+//! and remembering every request. A request no route answers gets 404 with GitHub's
+//! `{"message": "Not Found"}`. [`FakeWeb::repository`] adds the routes of a whole GitHub
+//! repository.
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, Response, Uri};
-use tokio::sync::oneshot;
+use reprolab_llm::fake::Loopback;
 
 /// A canned answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,50 +96,24 @@ struct ServerState {
 
 /// A running fake server; stops when dropped.
 pub struct FakeWeb {
-    addr: SocketAddr,
     state: Arc<ServerState>,
-    shutdown: Option<oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    loopback: Loopback,
 }
 
 impl FakeWeb {
     /// A server with its own runtime on a background thread (usable from any test).
     pub fn start() -> FakeWeb {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-        listener.set_nonblocking(true).expect("non-blocking");
-        let addr = listener.local_addr().expect("local address");
         let state = Arc::new(ServerState::default());
-        let (tx, rx) = oneshot::channel::<()>();
-        let thread_state = state.clone();
-        let thread = std::thread::Builder::new()
-            .name(format!("fake-web-{}", addr.port()))
-            .spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("a runtime for the fake server");
-                rt.block_on(async move {
-                    let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                    let app = Router::new().fallback(handle).with_state(thread_state);
-                    let _ = axum::serve(listener, app)
-                        .with_graceful_shutdown(async {
-                            let _ = rx.await;
-                        })
-                        .await;
-                });
-            })
-            .expect("spawn the fake server thread");
+        let app = Router::new().fallback(handle).with_state(state.clone());
         FakeWeb {
-            addr,
             state,
-            shutdown: Some(tx),
-            thread: Some(thread),
+            loopback: Loopback::background("fake-web", app),
         }
     }
 
     /// `http://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.loopback.addr())
     }
 
     /// Answers requests to `path` whose decoded query contains each of `query_has` (the first
@@ -240,17 +214,6 @@ impl FakeWeb {
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<Seen> {
         self.state.seen.lock().unwrap().clone()
-    }
-}
-
-impl Drop for FakeWeb {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
