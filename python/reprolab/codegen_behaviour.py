@@ -661,8 +661,9 @@ def _value_stats(a, b):
         if out["permuted"] and a.ndim >= 2 and a.shape == b.shape:
             # A reshape or view where a permute belongs scrambles the rows; reordering whole
             # rows, the values within each row, or transposing the axes keeps them.
-            out["layout"] = _relaid(a, b) or not (
-                _rows_reordered(a, b) or _reordered_within_rows(a, b) or _transposed(a, b))
+            out["layout"] = not (
+                _rows_reordered(a, b) or _reordered_within_rows(a, b) or _transposed(a, b)
+            ) or _relaid(a, b)
         if fa.std() > 0 and fb.std() > 0:
             out["corr"] = round(float(np.corrcoef(fa, fb)[0, 1]), 6)
     nz = np.abs(fb) > 1e-12

@@ -4,6 +4,15 @@ use std::path::{Component, Path, PathBuf};
 
 use reprolab_faults::FaultRecord;
 
+/// The faulty subjects below `dir` ([`reprolab_faults::read_benchmark`]) whose path contains
+/// one of `only` (`--only`; all when empty): what `bench localize` and `bench repair` run.
+pub fn read_selected(
+    dir: &Path,
+    only: &[String],
+) -> Result<Vec<(PathBuf, Option<FaultRecord>)>, reprolab_faults::BenchmarkError> {
+    Ok(select_faults(reprolab_faults::read_benchmark(dir)?, only))
+}
+
 /// The fault directories of a benchmark whose path contains one of `only` (all when empty).
 pub fn select_faults(
     faults: Vec<(PathBuf, Option<FaultRecord>)>,

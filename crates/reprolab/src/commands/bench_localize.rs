@@ -20,7 +20,7 @@ pub async fn run(g: &Global, a: &BenchLocalizeArgs) -> Result<ExitCode> {
     if a.repeats == 0 {
         bail!("--repeats must be at least 1");
     }
-    let faults = super::benchmark_faults(&a.benchmark, &a.only)?;
+    let faults = reprolab_bench::faults::read_selected(&a.benchmark, &a.only)?;
     if faults.is_empty() {
         bail!(
             "{}: no faulty subjects here{}",

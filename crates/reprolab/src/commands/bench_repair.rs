@@ -33,7 +33,7 @@ pub async fn run(g: &Global, a: &BenchRepairArgs) -> Result<ExitCode> {
                 .map_err(|e| anyhow!("--budgets {b:?}: {e}"))
         })
         .collect::<Result<_>>()?;
-    let faults = super::benchmark_faults(&a.benchmark, &a.only)?;
+    let faults = reprolab_bench::faults::read_selected(&a.benchmark, &a.only)?;
     if faults.is_empty() {
         bail!(
             "{}: no faulty subjects (directories whose reprolab.toml has a [fix] table) match",

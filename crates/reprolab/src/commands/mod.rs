@@ -116,18 +116,6 @@ pub fn seed_range(first: u64, runs: usize) -> anyhow::Result<Vec<u64>> {
     Ok((first..=last).collect())
 }
 
-/// The faulty subjects below `dir` ([`reprolab_faults::read_benchmark`]) whose path contains one
-/// of `only` (`--only`; all when empty): what `bench localize` and `bench repair` run.
-pub fn benchmark_faults(
-    dir: &std::path::Path,
-    only: &[String],
-) -> Result<Vec<(std::path::PathBuf, Option<reprolab_faults::FaultRecord>)>> {
-    Ok(reprolab_bench::faults::select_faults(
-        reprolab_faults::read_benchmark(dir)?,
-        only,
-    ))
-}
-
 /// `--json` of a bench whose report has its own summary table: `{"rows": [...], "report": PATH}`.
 pub fn print_rows_and_report<T: Serialize>(rows: &[T], report: &std::path::Path) -> Result<()> {
     let json = serde_json::json!({"rows": rows, "report": report});
