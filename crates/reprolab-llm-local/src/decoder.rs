@@ -44,11 +44,11 @@ pub(crate) enum Activation {
 
 /// `down(act(gate(x)) * up(x))`.
 #[derive(Debug, Clone)]
-pub(crate) struct Mlp {
-    pub(crate) gate: QMatMul,
-    pub(crate) up: QMatMul,
-    pub(crate) down: QMatMul,
-    pub(crate) activation: Activation,
+struct Mlp {
+    gate: QMatMul,
+    up: QMatMul,
+    down: QMatMul,
+    activation: Activation,
 }
 
 impl Mlp {
@@ -113,26 +113,84 @@ impl Rope {
 /// One transformer block; the `Option`s are the architecture's choices.
 #[derive(Debug, Clone)]
 pub(crate) struct Layer {
-    pub(crate) wq: QMatMul,
-    pub(crate) wk: QMatMul,
-    pub(crate) wv: QMatMul,
-    pub(crate) wo: QMatMul,
+    wq: QMatMul,
+    wk: QMatMul,
+    wv: QMatMul,
+    wo: QMatMul,
     /// Norms of each head's queries and keys before RoPE (Gemma 3).
     pub(crate) qk_norm: Option<(RmsNorm, RmsNorm)>,
-    pub(crate) attention_norm: RmsNorm,
+    attention_norm: RmsNorm,
     /// Norm of the attention's output before the residual (Gemma).
     pub(crate) post_attention_norm: Option<RmsNorm>,
-    pub(crate) ffn_norm: RmsNorm,
+    ffn_norm: RmsNorm,
     /// Norm of the MLP's output before the residual (Gemma).
     pub(crate) post_ffn_norm: Option<RmsNorm>,
-    pub(crate) mlp: Mlp,
+    mlp: Mlp,
+    n_head: usize,
+    n_kv_head: usize,
+    head_dim: usize,
+    /// `Some(w)` for local layers, whose queries see only the last `w` keys.
+    pub(crate) sliding_window: Option<usize>,
+    rope: Rope,
+    kv_cache: Option<(Tensor, Tensor)>,
+}
+
+/// Attention heads of a block.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Heads {
     pub(crate) n_head: usize,
     pub(crate) n_kv_head: usize,
     pub(crate) head_dim: usize,
-    /// `Some(w)` for local layers, whose queries see only the last `w` keys.
-    pub(crate) sliding_window: Option<usize>,
-    pub(crate) rope: Rope,
-    pub(crate) kv_cache: Option<(Tensor, Tensor)>,
+}
+
+/// How a loader reads the GGUF tensor named `name` (e.g. `blk.3.attn_q.weight`).
+pub(crate) type ReadTensor<'a> = dyn FnMut(&str) -> Result<QTensor> + 'a;
+
+impl Layer {
+    /// Block `i`'s projections and its two pre-norms, as every architecture has them; the
+    /// architecture-specific norms and window are left out for the loader to set.
+    pub(crate) fn read(
+        tensor: &mut ReadTensor,
+        i: usize,
+        rms_norm_eps: f32,
+        activation: Activation,
+        heads: Heads,
+        rope: Rope,
+    ) -> Result<Self> {
+        let mut qmm = |s: &str| QMatMul::from_qtensor(tensor(&format!("blk.{i}.{s}.weight"))?);
+        let (wq, wk, wv, wo) = (
+            qmm("attn_q")?,
+            qmm("attn_k")?,
+            qmm("attn_v")?,
+            qmm("attn_output")?,
+        );
+        let mlp = Mlp {
+            gate: qmm("ffn_gate")?,
+            up: qmm("ffn_up")?,
+            down: qmm("ffn_down")?,
+            activation,
+        };
+        let mut norm =
+            |s: &str| RmsNorm::from_qtensor(tensor(&format!("blk.{i}.{s}.weight"))?, rms_norm_eps);
+        Ok(Layer {
+            wq,
+            wk,
+            wv,
+            wo,
+            qk_norm: None,
+            attention_norm: norm("attn_norm")?,
+            post_attention_norm: None,
+            ffn_norm: norm("ffn_norm")?,
+            post_ffn_norm: None,
+            mlp,
+            n_head: heads.n_head,
+            n_kv_head: heads.n_kv_head,
+            head_dim: heads.head_dim,
+            sliding_window: None,
+            rope,
+            kv_cache: None,
+        })
+    }
 }
 
 /// Each of `n_kv_head` key/value heads repeated for the `n_rep` query heads sharing it.
@@ -243,12 +301,12 @@ impl Layer {
 /// A model's weights and KV cache.
 #[derive(Debug, Clone)]
 pub struct ModelWeights {
-    pub(crate) embeddings: Embedding,
+    embeddings: Embedding,
     /// Multiplies the embeddings (Gemma: √hidden size).
-    pub(crate) embedding_scale: Option<f64>,
-    pub(crate) layers: Vec<Layer>,
-    pub(crate) norm: RmsNorm,
-    pub(crate) output: QMatMul,
+    embedding_scale: Option<f64>,
+    layers: Vec<Layer>,
+    norm: RmsNorm,
+    output: QMatMul,
 }
 
 impl ModelWeights {
@@ -267,13 +325,43 @@ impl ModelWeights {
             .and_then(|v| v.to_string().ok())
             .cloned()
             .unwrap_or_default();
+        let tensor = &mut |name: &str| ct.tensor(reader, name, device);
+        let gguf = Gguf {
+            ct: &ct,
+            tensor,
+            device,
+            max_positions,
+        };
         match arch.as_str() {
-            "llama" => crate::llama::from_gguf(ct, reader, device, max_positions),
-            "gemma3" => crate::gemma3::from_gguf(ct, reader, device, max_positions),
+            "llama" => crate::llama::load(gguf),
+            "gemma3" => crate::gemma3::load(gguf),
             other => candle_core::bail!(
                 "architecture '{other}': expected llama (SmolLM2) or gemma3 (Gemma 3)"
             ),
         }
+    }
+
+    /// The model around `layers`: token embeddings (dequantized), the final norm, and the
+    /// output projection, tied to the embeddings when the file has no `output.weight`.
+    pub(crate) fn read(
+        tensor: &mut ReadTensor,
+        device: &Device,
+        rms_norm_eps: f32,
+        embedding_length: usize,
+        embedding_scale: Option<f64>,
+        layers: Vec<Layer>,
+    ) -> Result<Self> {
+        let embeddings_q = tensor("token_embd.weight")?;
+        let embeddings = embeddings_q.dequantize(device)?;
+        let norm = RmsNorm::from_qtensor(tensor("output_norm.weight")?, rms_norm_eps)?;
+        let output = tensor("output.weight").unwrap_or(embeddings_q);
+        Ok(Self {
+            embeddings: Embedding::new(embeddings, embedding_length),
+            embedding_scale,
+            layers,
+            norm,
+            output: QMatMul::from_qtensor(output)?,
+        })
     }
 
     /// Replaces every quantized matrix by its float32 dequantization: several times the memory
@@ -313,6 +401,15 @@ impl ModelWeights {
         let last = h.i((.., seq_len - 1, ..))?;
         self.output.forward(&self.norm.forward(&last)?)
     }
+}
+
+/// What an architecture's loader reads from: the file's metadata and tensors, and the positions
+/// its RoPE tables must cover.
+pub(crate) struct Gguf<'a> {
+    pub(crate) ct: &'a gguf_file::Content,
+    pub(crate) tensor: &'a mut ReadTensor<'a>,
+    pub(crate) device: &'a Device,
+    pub(crate) max_positions: usize,
 }
 
 /// Reads `{prefix}.{key}` from a GGUF's metadata, naming the key when it is missing.

@@ -18,30 +18,24 @@
 //! - a prompt fed at a non-zero position built a mask of mixed dtypes (an error in candle);
 //!   the mask here is built from absolute positions.
 
-use candle_core::quantized::{QMatMul, QTensor, gguf_file};
-use candle_core::{Device, Result};
-use candle_nn::Embedding;
+use candle_core::Result;
 
-use crate::decoder::{Activation, Layer, Mlp, ModelWeights, RmsNorm, Rope, metadata};
+use crate::decoder::{Activation, Gguf, Heads, Layer, ModelWeights, RmsNorm, Rope, metadata};
 
 const DEFAULT_SLIDING_WINDOW_TYPE: usize = 6;
 const DEFAULT_ROPE_FREQUENCY: f32 = 1_000_000.;
 const DEFAULT_ROPE_FREQUENCY_SLIDING: f32 = 10_000.;
 
-pub(crate) fn from_gguf<R: std::io::Seek + std::io::Read>(
-    ct: gguf_file::Content,
-    reader: &mut R,
-    device: &Device,
-    max_positions: usize,
-) -> Result<ModelWeights> {
+pub(crate) fn load(gguf: Gguf) -> Result<ModelWeights> {
     let prefix = ["gemma3", "gemma2", "gemma", "gemma-embedding"]
         .into_iter()
         .find(|p| {
-            ct.metadata
+            gguf.ct
+                .metadata
                 .contains_key(&format!("{p}.attention.head_count"))
         })
         .unwrap_or("gemma3");
-    let md = |key: &str| metadata(&ct, prefix, key);
+    let md = |key: &str| metadata(gguf.ct, prefix, key);
     let head_count = md("attention.head_count")?.to_u32()? as usize;
     let head_count_kv = md("attention.head_count_kv")?.to_u32()? as usize;
     let block_count = md("block_count")?.to_u32()? as usize;
@@ -58,63 +52,47 @@ pub(crate) fn from_gguf<R: std::io::Seek + std::io::Read>(
     let rope_local = md("rope.local_freq_base")
         .and_then(|m| m.to_f32())
         .unwrap_or(DEFAULT_ROPE_FREQUENCY_SLIDING);
-    let rope_global = Rope::new(key_length, rope_global, max_positions, false, device)?;
-    let rope_local = Rope::new(key_length, rope_local, max_positions, false, device)?;
+    let rope = |base| Rope::new(key_length, base, gguf.max_positions, false, gguf.device);
+    let (rope_global, rope_local) = (rope(rope_global)?, rope(rope_local)?);
 
-    let mut tensor = |name: &str| ct.tensor(reader, name, device);
-    let embeddings = tensor("token_embd.weight")?.dequantize(device)?;
-    let norm = RmsNorm::from_qtensor(tensor("output_norm.weight")?, rms_norm_eps)?;
-    // Gemma ties the output projection to the embeddings when there is no output.weight.
-    let output: QTensor = match tensor("output.weight") {
-        Ok(t) => t,
-        Err(_) => tensor("token_embd.weight")?,
+    let heads = Heads {
+        n_head: head_count,
+        n_kv_head: head_count_kv,
+        head_dim: key_length,
     };
-
     let mut layers = Vec::with_capacity(block_count);
     for i in 0..block_count {
-        let mut get = |s: &str| tensor(&format!("blk.{i}.{s}.weight"));
-        let mut norm = |s: &str| RmsNorm::from_qtensor(get(s)?, rms_norm_eps);
-        let qk_norm = (norm("attn_q_norm")?, norm("attn_k_norm")?);
-        let attention_norm = norm("attn_norm")?;
-        let post_attention_norm = norm("post_attention_norm")?;
-        let ffn_norm = norm("ffn_norm")?;
-        let post_ffn_norm = norm("post_ffw_norm")?;
-        let mut qmm = |s: &str| QMatMul::from_qtensor(tensor(&format!("blk.{i}.{s}.weight"))?);
         // Every `sliding_window_type`-th layer is global, the others local.
         let is_sliding = (i + 1) % sliding_window_type > 0;
-        layers.push(Layer {
-            wq: qmm("attn_q")?,
-            wk: qmm("attn_k")?,
-            wv: qmm("attn_v")?,
-            wo: qmm("attn_output")?,
-            mlp: Mlp {
-                gate: qmm("ffn_gate")?,
-                up: qmm("ffn_up")?,
-                down: qmm("ffn_down")?,
-                activation: Activation::GeluTanh,
-            },
-            qk_norm: Some(qk_norm),
-            attention_norm,
-            post_attention_norm: Some(post_attention_norm),
-            ffn_norm,
-            post_ffn_norm: Some(post_ffn_norm),
-            n_head: head_count,
-            n_kv_head: head_count_kv,
-            head_dim: key_length,
-            sliding_window: is_sliding.then_some(sliding_window_size),
-            rope: if is_sliding {
-                rope_local.clone()
-            } else {
-                rope_global.clone()
-            },
-            kv_cache: None,
-        });
+        let rope = if is_sliding {
+            &rope_local
+        } else {
+            &rope_global
+        };
+        let mut layer = Layer::read(
+            gguf.tensor,
+            i,
+            rms_norm_eps,
+            Activation::GeluTanh,
+            heads,
+            rope.clone(),
+        )?;
+        let mut norm = |s: &str| {
+            RmsNorm::from_qtensor((gguf.tensor)(&format!("blk.{i}.{s}.weight"))?, rms_norm_eps)
+        };
+        layer.qk_norm = Some((norm("attn_q_norm")?, norm("attn_k_norm")?));
+        layer.post_attention_norm = Some(norm("post_attention_norm")?);
+        layer.post_ffn_norm = Some(norm("post_ffw_norm")?);
+        layer.sliding_window = is_sliding.then_some(sliding_window_size);
+        layers.push(layer);
     }
-    Ok(ModelWeights {
-        embeddings: Embedding::new(embeddings, embedding_length),
-        embedding_scale: Some((embedding_length as f64).sqrt()),
+    let scale = Some((embedding_length as f64).sqrt());
+    ModelWeights::read(
+        gguf.tensor,
+        gguf.device,
+        rms_norm_eps,
+        embedding_length,
+        scale,
         layers,
-        norm,
-        output: QMatMul::from_qtensor(output)?,
-    })
+    )
 }
