@@ -4,7 +4,7 @@
 //! cargo run -p reprolab-llm-local --release --example generate -- smollm2 "Reply with the JSON {\"lr\": 0.01}" [max_tokens] [temperature]
 //! ```
 //! The model is a known name (smollm2, gemma3-270m) fetched into the models directory, or a
-//! path to a GGUF file. Set CANDLE_NUM_THREADS to choose the number of threads; with 1 thread the
+//! path to a GGUF file. Set RAYON_NUM_THREADS to choose the number of threads; with 1 thread the
 //! tokens per CPU-second approximate the speed on an idle machine.
 
 use std::path::PathBuf;

@@ -6,9 +6,9 @@
 //! The tokenizer is shimmytok's, reading the vocabulary stored in the GGUF: candle's own GGUF
 //! tokenizer cannot handle Gemma's SentencePiece vocabulary.
 //!
-//! Threads: candle's CPU kernels use a process-wide pool sized by `CANDLE_NUM_THREADS` (or
-//! `RAYON_NUM_THREADS`), else the number of physical cores. A library must not set process
-//! environment variables behind its caller's back, so the binary decides.
+//! Threads: candle's CPU kernels use rayon's global pool, sized by `RAYON_NUM_THREADS`, else
+//! the number of logical cores. A library must not set process environment variables behind
+//! its caller's back, so the binary decides.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

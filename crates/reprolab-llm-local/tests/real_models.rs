@@ -120,8 +120,8 @@ fn long_conversations_are_cut_from_the_oldest_message() {
 /// `fixtures/hf_reference.json`). The prompt is read at once up to its last three tokens, which
 /// then come one at a time from the KV cache. At each of these four positions the top token
 /// must be Hugging Face's, and Hugging Face's top 20 logits must agree: within 1e-3 with our
-/// weights dequantized too (measured: 1e-4, the fixture's rounding), within 1.5 as we run them
-/// (measured: 0.41 and 0.81; candle's quantized matmul rounds activations to 8 bits). Gemma's
+/// weights dequantized too (measured: 1e-4, the fixture's rounding), within 2 as we run them
+/// (measured: 0.41 and 1.22; candle's quantized matmul rounds activations to 8 bits). Gemma's
 /// MLP gated with SiLU, as candle's own Gemma 3 had it, was off by up to 12 and missed 2 of 4
 /// top tokens.
 #[test]
@@ -149,7 +149,7 @@ fn logits_agree_with_hugging_face() {
             .map(|&x| x as u32)
             .collect();
         let path = weights(known);
-        for (dequantized, tolerance) in [(false, 1.5), (true, 1e-3)] {
+        for (dequantized, tolerance) in [(false, 2.0), (true, 1e-3)] {
             let mut f = std::fs::File::open(&path).unwrap();
             let ct = candle_core::quantized::gguf_file::Content::read(&mut f).unwrap();
             let mut m = ModelWeights::from_gguf(ct, &mut f, &dev, 64).unwrap();

@@ -18,11 +18,12 @@ use clap::Parser;
 use cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    // candle reads its thread count once; one thread decodes faster than two on 2 shared cores
-    // (measured, docs/llm-local.md), and the trainings need the other core.
-    if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
+    // The embedded LLM's kernels (candle, on rayon's global pool, reprolab's only rayon user)
+    // get one thread unless the user says otherwise: the trainings need the other cores, and
+    // on 2 shared cores a second thread was measured to gain little or lose (docs/llm-local.md).
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
         // SAFETY: no other thread exists yet.
-        unsafe { std::env::set_var("CANDLE_NUM_THREADS", "1") };
+        unsafe { std::env::set_var("RAYON_NUM_THREADS", "1") };
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
