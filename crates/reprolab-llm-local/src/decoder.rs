@@ -126,9 +126,7 @@ pub(crate) struct Layer {
     /// Norm of the MLP's output before the residual (Gemma).
     pub(crate) post_ffn_norm: Option<RmsNorm>,
     mlp: Mlp,
-    n_head: usize,
-    n_kv_head: usize,
-    head_dim: usize,
+    heads: Heads,
     /// `Some(w)` for local layers, whose queries see only the last `w` keys.
     pub(crate) sliding_window: Option<usize>,
     rope: Rope,
@@ -183,9 +181,7 @@ impl Layer {
             ffn_norm: norm("ffn_norm")?,
             post_ffn_norm: None,
             mlp,
-            n_head: heads.n_head,
-            n_kv_head: heads.n_kv_head,
-            head_dim: heads.head_dim,
+            heads,
             sliding_window: None,
             rope,
             kv_cache: None,
@@ -229,14 +225,19 @@ fn attention_mask(
 impl Layer {
     fn attention(&mut self, x: &Tensor, index_pos: usize) -> Result<Tensor> {
         let (b_sz, seq_len, _) = x.dims3()?;
-        let heads = |t: Tensor, n: usize| -> Result<Tensor> {
-            t.reshape((b_sz, seq_len, n, self.head_dim))?
+        let Heads {
+            n_head,
+            n_kv_head,
+            head_dim,
+        } = self.heads;
+        let split = |t: Tensor, n: usize| -> Result<Tensor> {
+            t.reshape((b_sz, seq_len, n, head_dim))?
                 .transpose(1, 2)?
                 .contiguous()
         };
-        let mut q = heads(self.wq.forward(x)?, self.n_head)?;
-        let mut k = heads(self.wk.forward(x)?, self.n_kv_head)?;
-        let v = heads(self.wv.forward(x)?, self.n_kv_head)?;
+        let mut q = split(self.wq.forward(x)?, n_head)?;
+        let mut k = split(self.wk.forward(x)?, n_kv_head)?;
+        let v = split(self.wv.forward(x)?, n_kv_head)?;
         if let Some((q_norm, k_norm)) = &self.qk_norm {
             q = q_norm.forward(&q)?;
             k = k_norm.forward(&k)?;
@@ -255,9 +256,9 @@ impl Layer {
         self.kv_cache = Some((k.clone(), v.clone()));
 
         let kv_len = k.dim(2)?;
-        let scale = 1.0 / (self.head_dim as f64).sqrt();
-        let k = repeat_kv(k, self.n_head / self.n_kv_head)?;
-        let v = repeat_kv(v, self.n_head / self.n_kv_head)?;
+        let scale = 1.0 / (head_dim as f64).sqrt();
+        let k = repeat_kv(k, n_head / n_kv_head)?;
+        let v = repeat_kv(v, n_head / n_kv_head)?;
         let (k, v, mask) = if seq_len == 1 {
             // One new token: it may see every cached key, or the last `window` of them.
             let visible = self.sliding_window.map_or(kv_len, |w| w.min(kv_len));
@@ -282,7 +283,7 @@ impl Layer {
         let out = weights.matmul(&v.contiguous()?)?;
         let out = out
             .transpose(1, 2)?
-            .reshape((b_sz, seq_len, self.n_head * self.head_dim))?;
+            .reshape((b_sz, seq_len, n_head * head_dim))?;
         self.wo.forward(&out)
     }
 
