@@ -19,11 +19,15 @@ use cli::{Cli, Command};
 
 fn main() -> ExitCode {
     // The embedded LLM's kernels (candle, on rayon's global pool, reprolab's only rayon user)
-    // get one thread unless the user says otherwise: the trainings need the other cores, and
-    // on 2 shared cores a second thread was measured to gain little or lose (docs/llm-local.md).
+    // get one thread unless RAYON_NUM_THREADS says otherwise: the trainings need the other
+    // cores, and on 2 shared cores a second thread was measured to gain little or lose
+    // (docs/llm-local.md). The pool is sized here rather than by setting the variable, which
+    // every child process (uv, ray) would inherit.
     if std::env::var_os("RAYON_NUM_THREADS").is_none() {
-        // SAFETY: no other thread exists yet.
-        unsafe { std::env::set_var("RAYON_NUM_THREADS", "1") };
+        // Fails only if the pool already exists, which nothing before this line creates.
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build_global();
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
