@@ -238,3 +238,118 @@ pub fn score_best(found: &[FaultLabel], variants: &[Vec<FaultLabel>]) -> (usize,
     }
     best
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(s: &[&str]) -> Vec<FaultLabel> {
+        s.iter().map(|l| l.parse().unwrap()).collect()
+    }
+
+    fn close(a: f64, b: f64) {
+        assert!((a - b).abs() < 1e-12, "{a} != {b}");
+    }
+
+    /// Rows of the study's Table 5 recomputed from the tools' outputs in its appendix
+    /// (Tables 10–12): same RC and PR, F3 to the printed two decimals.
+    #[test]
+    fn score_reproduces_rows_of_the_studys_table5() {
+        let d3 = labels(&["OCH", "LCH", "ACH(0,1)", "HNE", "HBS"]);
+        let d4 = labels(&["ACH(0,1)", "LCH", "HLR"]);
+        // (answer, ground truth, RC, PR, F3 by hand, F3 as printed)
+        let cases = [
+            // DeepFD D3: RC 1/5, PR 1/2, F3 = 1 / 4.7 (0.21)
+            (
+                labels(&["OCH", "HLR"]),
+                d3.clone(),
+                0.2,
+                0.5,
+                1.0 / 4.7,
+                0.21,
+            ),
+            // DeepFD D6: RC 2/4, PR 2/3, F3 = (10/3) / 6.5 (0.51)
+            (
+                labels(&["OCH", "HLR", "HNE"]),
+                labels(&["HLR", "HNE", "LCH", "ACH(1)"]),
+                0.5,
+                2.0 / 3.0,
+                (10.0 / 3.0) / 6.5,
+                0.51,
+            ),
+            // DeepFD D1: a layer-less ACH finds ACH(7) (0 layers named: the study counted it).
+            (labels(&["ACH"]), labels(&["ACH(7)"]), 1.0, 1.0, 1.0, 1.0),
+            // NeuraLint D3: ACH(1) finds ACH(0,1); RC 2/5, PR 2/3, F3 = (8/3) / 6.4 (0.42)
+            (
+                labels(&["ACH(1)", "LCH", "LCN(0)"]),
+                d3,
+                0.4,
+                2.0 / 3.0,
+                (8.0 / 3.0) / 6.4,
+                0.42,
+            ),
+            // NeuraLint D4: RC 1/3, PR 1/2, F3 = (5/3) / (4.5 + 1/3) (0.34)
+            (
+                labels(&["ACH(0)", "BCI(0,1)"]),
+                d4,
+                1.0 / 3.0,
+                0.5,
+                (5.0 / 3.0) / (4.5 + 1.0 / 3.0),
+                0.34,
+            ),
+            // GPT-4 M2: its ARM(7) counted for the ground truth ACH(7); RC 1, PR 1/3.
+            (
+                labels(&["ARM(7)", "HLR", "HNE"]),
+                labels(&["ACH(7)"]),
+                1.0,
+                1.0 / 3.0,
+                (10.0 / 3.0) / 4.0,
+                0.83,
+            ),
+        ];
+        for (found, gt, rc, pr, f, printed) in cases {
+            let s = score(&found, &gt);
+            close(s.rc, rc);
+            close(s.pr, pr);
+            close(s.f3, f);
+            assert!((s.f3 - printed).abs() < 0.005, "{found:?}: F3 {}", s.f3);
+        }
+    }
+
+    #[test]
+    fn an_empty_answer_scores_zero() {
+        // The study's '-' (nothing found) and 'N/A' rows: RC, PR and F3 all 0.
+        let s = score(&[], &labels(&["HLR", "ACH(2)"]));
+        assert_eq!((s.rc, s.pr, s.f3), (0.0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn a_fault_type_counts_once_however_many_labels_and_layers_name_it() {
+        // ACH(0,1) is one ground-truth fault in the study (D3 has #F = 5); written as two
+        // labels it is still one: |GT| = 2 here, and an answer naming ACH twice names it once.
+        let s = score(
+            &labels(&["ACH(1)", "ACH(3)"]),
+            &labels(&["ACH(0)", "ACH(1)", "HLR"]),
+        );
+        close(s.rc, 0.5);
+        close(s.pr, 1.0);
+        close(s.f3, 5.0 / 9.5);
+    }
+
+    #[test]
+    fn score_best_takes_the_highest_recall_even_at_a_lower_f3() {
+        // The rule is the highest RC (reference §4), not the best F3. Ten answered types; the
+        // known fix has 6 types, 5 of them answered: RC 5/6, PR 1/2, F3 = 25/32. An alternative
+        // {HBS}: RC 1, PR 1/10, F3 = 1/1.9 — lower F3, but it is the one scored against.
+        let found = labels(&[
+            "HBS", "HLR", "HNE", "ACH", "RAW", "WCI", "LCH", "OCH", "LAD", "LCN",
+        ]);
+        let known = labels(&["HBS", "HLR", "HNE", "ACH(0)", "RAW(1)", "BCI(0)"]);
+        close(score(&found, &known).f3, 25.0 / 32.0);
+        let (i, s) = score_best(&found, &[known, labels(&["HBS"])]);
+        assert_eq!(i, 1);
+        close(s.rc, 1.0);
+        close(s.pr, 0.1);
+        close(s.f3, 1.0 / 1.9);
+    }
+}

@@ -7,7 +7,7 @@ use reprolab_report::{Cell, Figure, Table, svg};
 
 use super::Row;
 
-/// `ACH(2)` → `ACH`: the matrix compares types; layers are RC's business.
+/// `ACH(2)` → `ACH`: the matrix compares types, as RC and PR do (they ignore layers too).
 fn kind(label: &str) -> &str {
     label.split('(').next().unwrap_or(label)
 }

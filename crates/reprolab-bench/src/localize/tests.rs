@@ -165,3 +165,69 @@ fn the_report_has_table7_and_after_columns_only_with_alternatives() {
     // Bold RC after where it beats RC before.
     assert!(md.contains("| m2 | static | HLR | ACH | 0.00 | 0.00 | 0.00 | - | **1.00** |"));
 }
+
+/// The study's Table 5, DeepFD column, recomputed from DeepFD's outputs in its Table 10 (answers
+/// without layers; D9 'N/A' as an empty answer, which the study scores 0 and keeps in the
+/// averages). Per origin and over all faults the means are over faults (T.A. = the mean over
+/// all 22 faults, not the mean of the two averages nor F3 of the mean PR and RC).
+#[test]
+fn table5_reproduces_the_studys_deepfd_column() {
+    let faults: [(&str, &str, &[&str], &[&str]); 22] = [
+        ("M1", "mutation", &["WCI(0)"], &["HLR", "ACH", "LCH", "HNE"]),
+        ("M2", "mutation", &["ACH(7)"], &["OCH", "HLR", "HNE"]),
+        ("M3", "mutation", &["HLR"], &["OCH", "HLR", "LCH"]),
+        ("C1", "mutation", &["ACH(2)"], &["OCH", "HLR", "ACH", "LCH"]),
+        ("C2", "mutation", &["HNE"], &["OCH", "ACH", "LCH"]),
+        ("C3", "mutation", &["WCI(2)"], &["OCH", "ACH", "LCH", "HNE"]),
+        ("R1", "mutation", &["RAW(0)"], &["HLR", "LCH", "HNE"]),
+        ("R2", "mutation", &["ACH(2)"], &["OCH", "LCH", "HNE"]),
+        ("R3", "mutation", &["HLR"], &["OCH", "LCH", "HNE"]),
+        ("R4", "mutation", &["LCH"], &["ACH", "LCH"]),
+        ("R5", "mutation", &["OCH"], &["OCH", "ACH", "HNE"]),
+        ("R6", "mutation", &["WCI(0)"], &["OCH", "ACH", "LCH", "HNE"]),
+        ("R7", "mutation", &["ACH(2)"], &["OCH", "LCH", "HNE"]),
+        ("D1", "real", &["ACH(7)"], &["ACH"]),
+        ("D2", "real", &["OCH", "HNE", "HBS"], &["ACH"]),
+        (
+            "D3",
+            "real",
+            &["OCH", "LCH", "ACH(0,1)", "HNE", "HBS"],
+            &["OCH", "HLR"],
+        ),
+        ("D4", "real", &["ACH(0,1)", "LCH", "HLR"], &["OCH"]),
+        ("D5", "real", &["HNE", "HBS"], &["OCH", "ACH"]),
+        (
+            "D6",
+            "real",
+            &["HLR", "HNE", "LCH", "ACH(1)"],
+            &["OCH", "HLR", "HNE"],
+        ),
+        ("D7", "real", &["HLR"], &["LCH"]),
+        ("D8", "real", &["OCH", "HLR"], &["OCH", "HLR", "LCH", "HNE"]),
+        ("D9", "real", &["CPP", "ACH(5,6)", "HBS"], &[]),
+    ];
+    let rows: Vec<Row> = faults
+        .iter()
+        .map(|(id, origin, gt, answer)| answered(id, origin, "dfd", answer, gt))
+        .collect();
+    // Per fault as printed: M3 0.33 / 0.83, C1 0.25 / 0.77, D3 RC 0.2 PR 0.5 F3 0.21, D6 0.5 /
+    // 0.67 / 0.51, D8 1 / 0.5 / 0.91.
+    let at = |id: &str| rows.iter().find(|r| r.fault == id).unwrap();
+    let printed = |r: &Row| format!("{:.2} {:.2} {:.2}", r.rc, r.pr, r.f3);
+    assert_eq!(printed(at("M3")), "1.00 0.33 0.83");
+    assert_eq!(printed(at("C1")), "1.00 0.25 0.77");
+    assert_eq!(printed(at("D3")), "0.20 0.50 0.21");
+    assert_eq!(printed(at("D6")), "0.50 0.67 0.51");
+    assert_eq!(printed(at("D8")), "1.00 0.50 0.91");
+    assert_eq!(printed(at("D9")), "0.00 0.00 0.00");
+    let s = summary_rows(&rows, &strings(&["dfd"]));
+    // Study: AF Avg. RC 0.31, F3 0.26; RF Avg. RC 0.30, F3 0.29; T.A. PR 0.19, F3 0.27. Its
+    // T.A. RC prints 0.31, but its own rows give 6.7 / 22 = 0.3045 (and the mean of the two
+    // averages 0.3038): 0.30.
+    assert_eq!(
+        s[1][..9],
+        strings(&[
+            "dfd", "22", "0.31", "0.26", "0.30", "0.29", "0.30", "0.19", "0.27"
+        ])
+    );
+}

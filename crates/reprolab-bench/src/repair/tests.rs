@@ -284,3 +284,40 @@ fn runs_per_fault_pool_each_engines_repeats_with_cis_cut_to_the_metric() {
     // Rows without runs (older results) give no section.
     assert!(runs::section(&[row("a", "random", "10x", 0)]).is_none());
 }
+
+#[test]
+fn a_cell_without_a_patch_scores_ir_0_and_aj_0_only_when_the_fault_has_a_fix() {
+    // No trial beat the faulty config: the patch is the faulty config itself (the study's first
+    // trial), so M_patch = M_fault gives IR = 0 / (M_GT − M_fault) = 0, and a patch changing
+    // nothing has no operators: AJ = 0 / |OP_GT| = 0. Without a ground truth neither exists.
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benchmarks/faults/real/D1");
+    let mut subject = Subject::load(&dir).unwrap();
+    let cell = CellId {
+        fault: subject.name.clone(),
+        engine: "random".into(),
+        budget: "10x".into(),
+        repeat: 0,
+    };
+    let out = RepairOutcome {
+        validation: None,
+        faulty_mean: 0.52,
+        trials: 7,
+        pruned: 0,
+        spent_s: 3.0,
+        budget_s: Some(3.0),
+        minimized: None,
+        history: &[],
+    };
+    let r = Row::new(&cell, &subject, &out);
+    assert_eq!((r.ir, r.aj), (Some(0.0), Some(0.0)));
+    assert_eq!((r.patched_mean, r.complexity, r.changed), (0.52, 0.0, 0));
+    assert!(!r.significant);
+    assert_eq!(
+        r.gt_changed,
+        patch_diff(&subject.config, &subject.fix.as_ref().unwrap().config).len()
+    );
+    subject.fix = None;
+    let r = Row::new(&cell, &subject, &out);
+    assert_eq!((r.ir, r.aj, r.gt_changed), (None, None, 0));
+}

@@ -29,6 +29,34 @@ fn ir_is_signed_towards_improvement_for_both_goals() {
 }
 
 #[test]
+fn ir_reproduces_the_studys_table9_for_accuracy_and_for_losses() {
+    // Accuracy (goal max), Table 9: D1 HEBO 0.52 → 0.76 against GT 1.00: 0.24 / 0.48.
+    assert!(close(ir(0.76, 0.52, 1.00, Goal::Max).unwrap(), 0.5));
+    // D4 HEBO reaches the GT's 0.94 from 0.10: IR 1.
+    assert!(close(ir(0.94, 0.10, 0.94, Goal::Max).unwrap(), 1.0));
+    // Regression losses (goal min): "as effective as the GT" must still read 1, and a better
+    // loss than the GT's more than 1 — the sign reversal makes both differences positive; it
+    // does not flip the ratio. D7 BOHB: MAE 7.20 → 0.49, GT 0.13: 6.71 / 7.07.
+    assert!(close(ir(0.49, 7.20, 0.13, Goal::Min).unwrap(), 6.71 / 7.07));
+    // U1 GPT-4: 0.184 → 0.032, GT 0.046: 0.152 / 0.138 ≈ 1.10 (> 1: better than the GT).
+    let u1 = ir(0.032, 0.184, 0.046, Goal::Min).unwrap();
+    assert!(close(u1, 0.152 / 0.138) && u1 > 1.0);
+    // A loss the patch made worse is negative.
+    assert!(ir(7.5, 7.20, 0.13, Goal::Min).unwrap() < 0.0);
+}
+
+#[test]
+fn ir_is_undefined_when_the_fix_scores_as_the_fault_for_either_goal() {
+    // M_GT = M_fault: the denominator of (M_patch − M_fault) / (M_GT − M_fault) is 0.
+    assert_eq!(ir(0.3, 0.5, 0.5, Goal::Min), None);
+    assert_eq!(ir(0.5, 0.5, 0.5, Goal::Min), None);
+    assert_eq!(ir(0.5, 0.5, 0.5, Goal::Max), None);
+    // A ground truth worse than the faulty config (holdout noise) keeps the formula's sign:
+    // patch +0.1, GT −0.05 → −2.
+    assert!(close(ir(0.6, 0.5, 0.45, Goal::Max).unwrap(), -2.0));
+}
+
+#[test]
 fn aj_counts_fault_types_with_the_studys_merges() {
     let set = |xs: &[FaultType]| xs.iter().copied().collect::<BTreeSet<_>>();
     use FaultType::*;
