@@ -326,6 +326,9 @@ pub fn groups(rows: &[Row]) -> Vec<((String, String), Vec<&Row>)> {
 }
 
 /// The summary per engine and budget (first row: the headers); `after` adds "mean AJ after".
+/// What describes a patch (changed, complexity, AJ) is averaged over the significant patches
+/// only, as the study's Figures 4 and 5 do: a patch the holdout did not confirm is no repair, and
+/// its ingredients say nothing about the fault.
 pub fn summary_rows(rows: &[Row], after: bool) -> Vec<Vec<String>> {
     let mut headers = vec![
         "engine",
@@ -344,12 +347,14 @@ pub fn summary_rows(rows: &[Row], after: bool) -> Vec<Vec<String>> {
     headers.push("minimised changed");
     let mut out = vec![headers.into_iter().map(String::from).collect::<Vec<_>>()];
     for ((engine, budget), rs) in groups(rows) {
-        let over_significant = |f: fn(&Row) -> f64| -> Vec<f64> {
-            rs.iter().filter(|r| r.significant).map(|r| f(r)).collect()
+        let over_significant = |f: fn(&Row) -> Option<f64>| -> Vec<f64> {
+            rs.iter()
+                .filter(|r| r.significant)
+                .filter_map(|r| f(r))
+                .collect()
         };
         let irs: Vec<f64> = rs.iter().filter_map(|r| r.ir).collect();
         let sig = rs.iter().filter(|r| r.significant).count();
-        let aj: Vec<f64> = rs.iter().filter_map(|r| r.aj).collect();
         let minc: Vec<f64> = rs
             .iter()
             .filter_map(|r| r.min_changed.map(|c| c as f64))
@@ -360,14 +365,13 @@ pub fn summary_rows(rows: &[Row], after: bool) -> Vec<Vec<String>> {
             rs.len().to_string(),
             format!("{sig}/{}", rs.len()),
             fmt2(median(irs)),
-            fmt2(mean(&over_significant(|r| r.changed as f64))),
-            fmt2(mean(&over_significant(|r| r.gt_changed as f64))),
-            fmt2(mean(&over_significant(|r| r.complexity))),
-            fmt2(mean(&aj)),
+            fmt2(mean(&over_significant(|r| Some(r.changed as f64)))),
+            fmt2(mean(&over_significant(|r| Some(r.gt_changed as f64)))),
+            fmt2(mean(&over_significant(|r| Some(r.complexity)))),
+            fmt2(mean(&over_significant(|r| r.aj))),
         ];
         if after {
-            let aj_after: Vec<f64> = rs.iter().filter_map(|r| r.aj_after).collect();
-            line.push(fmt2(mean(&aj_after)));
+            line.push(fmt2(mean(&over_significant(|r| r.aj_after))));
         }
         line.push(fmt2(mean(&minc)));
         out.push(line);
@@ -462,10 +466,10 @@ pub fn build_report(results: &Results, setup: &Setup) -> Report {
     let t_summary = Table {
         caption: if with_alternatives > 0 {
             format!(
-                "Per engine and budget (changed / complexity over significant patches). AJ after: against the best-matching ground-truth variant; {with_alternatives} faults have alternative ground truths (alternatives.json), the others score the same."
+                "Per engine and budget (changed, complexity and AJ over significant patches). AJ after: against the best-matching ground-truth variant; {with_alternatives} faults have alternative ground truths (alternatives.json), the others score the same."
             )
         } else {
-            "Per engine and budget (changed / complexity over significant patches)".into()
+            "Per engine and budget (changed, complexity and AJ over significant patches)".into()
         },
         ..crate::agg::string_table(&summary)
     };

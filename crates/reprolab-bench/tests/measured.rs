@@ -129,6 +129,22 @@ fn bench_repair_heldout_rules_report_is_rebuilt() {
     assert_eq!(report.to_markdown(), committed(dir));
 }
 
+/// The Keras twins of the real faults (docs/results, "bench repair on the Keras real faults").
+#[test]
+fn bench_repair_keras_report_is_rebuilt() {
+    let setup = repair::Setup {
+        benchmark: "real-keras".into(),
+        engines: strings(&["guided", "bohb", "rules"]),
+        budgets: strings(&["10x"]),
+        repeats: 1,
+        runs: 10,
+    };
+    let dir = "bench-repair-keras";
+    let report = rebuilt_repair_report(dir, "benchmarks/faults/real-keras", &setup, false);
+    write_figures_if_asked(dir, &report);
+    assert_eq!(report.to_markdown(), committed(dir));
+}
+
 #[test]
 fn bench_minimize_report_is_rebuilt() {
     let setup = repair::Setup {

@@ -51,7 +51,10 @@ fn rows() -> Vec<Row> {
         row("b", "random", "10x", 0),
         row("b", "random", "10x", 1),
         row("b", "bohb", "10x", 0),
-        patched(row("b", "bohb", "10x", 1), 0.7, 0.5, 1),
+        Row {
+            aj: Some(0.5),
+            ..patched(row("b", "bohb", "10x", 1), 0.7, 0.5, 1)
+        },
     ]
 }
 
@@ -68,11 +71,12 @@ fn the_summary_aggregates_per_engine_and_budget_in_order_of_appearance() {
     assert_eq!(s[0].len(), 10);
     assert_eq!(s[0][4], "median IR");
     assert_eq!(s[1][..4], ["random", "10x", "4", "1/4"]);
-    // IRs 1, 0, 0, 0: median 0; changed over the significant patch only.
-    assert_eq!(s[1][4..], ["0.00", "4.00", "1.00", "0.40", "0.25", "-"]);
+    // IRs 1, 0, 0, 0: median 0; changed and AJ over the significant patch only (the study's
+    // Figure 5: a cell without a confirmed patch does not pull AJ to 0).
+    assert_eq!(s[1][4..], ["0.00", "4.00", "1.00", "0.40", "1.00", "-"]);
     assert_eq!(s[2][..4], ["bohb", "10x", "4", "3/4"]);
-    // IRs 0.75, 0.5, 0, 0.5: median 0.5; mean changed (2 + 2 + 1) / 3.
-    assert_eq!(s[2][4..], ["0.50", "1.67", "1.00", "0.17", "0.75", "-"]);
+    // IRs 0.75, 0.5, 0, 0.5: median 0.5; mean changed (2 + 2 + 1) / 3, AJ (1 + 1 + 0.5) / 3.
+    assert_eq!(s[2][4..], ["0.50", "1.67", "1.00", "0.17", "0.83", "-"]);
     let with_after = summary_rows(&rows(), true);
     assert_eq!(with_after[0][9], "mean AJ after");
     assert_eq!(with_after[1][9], "-");
