@@ -8,7 +8,9 @@
 //! non-zero differences we compute the exact permutation distribution of
 //! `W+` over all `2^n` sign assignments, by dynamic programming on *doubled*
 //! mid-ranks (integers even with ties). This equals what SciPy 1.17 returns
-//! with `method=PermutationMethod()` (and with `method="auto"` when n ≤ 13).
+//! with `method=PermutationMethod(n_resamples=np.inf)`; the default
+//! `PermutationMethod()` enumerates all sign flips only while `2^n <= 9999`
+//! (n ≤ 13) and samples beyond, so it (like `method="auto"`) equals this up to n = 13.
 //!
 //! Above 50 the normal approximation with tie correction is used, without
 //! continuity correction (SciPy's `correction=False` default).
