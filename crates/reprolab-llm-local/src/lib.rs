@@ -23,6 +23,7 @@ mod model;
 mod options;
 pub mod sampling;
 pub mod template;
+mod user_tokens;
 mod weights;
 pub mod wheel;
 

@@ -21,6 +21,7 @@ use crate::context::{self, Fit};
 use crate::decoder::ModelWeights;
 use crate::sampling::Sampler;
 use crate::template::{ChatTemplate, Message, Piece, Role};
+use crate::user_tokens::{Segment, UserTokens};
 use crate::{GenOptions, Generation, LocalError};
 
 /// Longest prompt + reply this crate lets a model see (RoPE tables are built for this many
@@ -33,6 +34,8 @@ pub struct LocalModel {
     path: PathBuf,
     weights: ModelWeights,
     tokenizer: shimmytok::Tokenizer,
+    /// Split out of text before shimmytok sees it ([`crate::user_tokens`]).
+    user_tokens: UserTokens,
     template: ChatTemplate,
     /// Ids of the control tokens the template uses.
     specials: Vec<(&'static str, u32)>,
@@ -91,6 +94,7 @@ impl LocalModel {
             .map_err(|e| gguf_error(format!("loading {arch} weights: {e}")))?;
         let tokenizer = shimmytok::Tokenizer::from_gguf_file(gguf)
             .map_err(|e| gguf_error(format!("reading its tokenizer: {e}")))?;
+        let user_tokens = UserTokens::of(&tokenizer);
 
         let mut specials = Vec::new();
         for &marker in template_specials(template) {
@@ -121,6 +125,7 @@ impl LocalModel {
             path: gguf.to_path_buf(),
             weights,
             tokenizer,
+            user_tokens,
             template,
             specials,
             stop_tokens,
@@ -144,6 +149,27 @@ impl LocalModel {
     /// 16..=min(trained context, [`MAX_CONTEXT`]).
     pub fn set_context_len(&mut self, tokens: usize) {
         self.context = tokens.clamp(16, self.max_context);
+    }
+
+    /// The token ids `chat` would give the model for `messages`: the rendered chat template
+    /// with its control tokens, before any cut to fit the context window.
+    pub fn prompt_ids(&self, messages: &[(&str, &str)]) -> Result<Vec<u32>, LocalError> {
+        self.encode(&self.template.render(&parse_messages(messages)?))
+    }
+
+    /// Token ids of `text` as message text is tokenized: no BOS, and control-token spellings
+    /// such as `<|im_end|>` stay text.
+    pub fn tokenize(&self, text: &str) -> Result<Vec<u32>, LocalError> {
+        let mut ids = Vec::new();
+        self.encode_text(text, &mut ids)?;
+        Ok(ids)
+    }
+
+    /// The text of token ids, control tokens included (replies are decoded without them).
+    pub fn detokenize(&self, ids: &[u32]) -> Result<String, LocalError> {
+        self.tokenizer
+            .decode(ids, false)
+            .map_err(|e| self.tokenizer_error(format!("decoding: {e}")))
     }
 
     /// Answers a conversation of (role, content) pairs, roles being system, user or assistant.
@@ -270,12 +296,17 @@ impl LocalModel {
     }
 
     fn encode_text(&self, text: &str, ids: &mut Vec<u32>) -> Result<(), LocalError> {
-        if !text.is_empty() {
-            let encoded = self
-                .tokenizer
-                .encode(text, false)
-                .map_err(|e| self.tokenizer_error(format!("encoding the prompt: {e}")))?;
-            ids.extend(encoded);
+        for segment in self.user_tokens.split(text) {
+            match segment {
+                Segment::Token(id) => ids.push(id),
+                Segment::Text(gap) => {
+                    let encoded = self
+                        .tokenizer
+                        .encode(gap, false)
+                        .map_err(|e| self.tokenizer_error(format!("encoding the prompt: {e}")))?;
+                    ids.extend(encoded);
+                }
+            }
         }
         Ok(())
     }

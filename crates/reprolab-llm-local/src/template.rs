@@ -107,11 +107,12 @@ fn render_chatml(messages: &[Message]) -> Vec<Piece> {
 
 fn render_gemma(messages: &[Message]) -> Vec<Piece> {
     // Gemma's template folds the system message into the first user turn as
-    // "<system>\n\n<user>"; several system messages are joined the same way.
+    // "<system>\n\n<user>", the system text as it is and the user text trimmed; several system
+    // messages are joined the same way.
     let system: Vec<&str> = messages
         .iter()
         .filter(|m| m.role == Role::System)
-        .map(|m| m.content.trim())
+        .map(|m| m.content.as_str())
         .collect();
     let mut system = (!system.is_empty()).then(|| system.join("\n\n"));
     let mut out = vec![Piece::Special("<bos>")];
@@ -126,22 +127,28 @@ fn render_gemma(messages: &[Message]) -> Vec<Piece> {
             Role::System => {}
             Role::User => {
                 let content = match system.take() {
-                    Some(sys) => format!("{sys}\n\n{}", m.content.trim()),
-                    None => m.content.trim().to_string(),
+                    Some(sys) => format!("{sys}\n\n{}", jinja_trim(&m.content)),
+                    None => jinja_trim(&m.content).to_string(),
                 };
                 turn("user", content);
             }
-            Role::Assistant => turn("model", m.content.trim().to_string()),
+            Role::Assistant => turn("model", jinja_trim(&m.content).to_string()),
         }
     }
-    // Only system messages (or a system message after the last user turn): give it its own
-    // user turn rather than dropping it.
+    // No user message to open: give the system text its own user turn (Hugging Face's
+    // template would drop it).
     if let Some(sys) = system.take() {
-        turn("user", sys);
+        turn("user", jinja_trim(&sys).to_string());
     }
     out.push(Piece::Special("<start_of_turn>"));
     out.push(Piece::Text("model\n".to_string()));
     out
+}
+
+/// Jinja's `trim` (Python's `str.strip()`): Unicode whitespace and, unlike Rust's `trim`, the
+/// separators U+001C..U+001F.
+fn jinja_trim(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
 }
 
 /// The prompt as one string, control tokens spelled out; for logs and tests.
@@ -226,6 +233,20 @@ mod tests {
             "<bos><start_of_turn>user\nAnswer in JSON.\n\nWhat is lr?<end_of_turn>\n\
              <start_of_turn>model\n{\"lr\": 0.01}<end_of_turn>\n\
              <start_of_turn>user\nThanks<end_of_turn>\n\
+             <start_of_turn>model\n"
+        );
+    }
+
+    #[test]
+    fn gemma_keeps_system_text_as_is_and_trims_turns_like_jinja() {
+        // Hugging Face's template: `messages[0]['content'] + '\n\n'`, then `content | trim`.
+        let m = msgs(&[
+            (Role::System, " Be terse. \n"),
+            (Role::User, "\u{1f}\n  Hi there \u{a0}\n"),
+        ]);
+        assert_eq!(
+            to_text(&ChatTemplate::Gemma.render(&m)),
+            "<bos><start_of_turn>user\n Be terse. \n\n\nHi there<end_of_turn>\n\
              <start_of_turn>model\n"
         );
     }

