@@ -56,6 +56,11 @@ impl FromStr for KillTest {
 /// Goal `min` (loss): kept iff `min_loss_ratio <= mean(mutant) / mean(original) <= max_loss_ratio`
 /// (when the original's mean is not positive the ratio means nothing and the mutant is kept).
 /// Bounds are inclusive, up to 1e-9 of float noise.
+///
+/// Provenance of the defaults: `min_drop` 0.10 and the loss ratios 1.5–5 are the study's (its
+/// §3.2). `max_drop` 0.80 is reprolab's own: the study states no number for its upper bound, and
+/// it kept chance-level mutants (MNIST M2, WCI: 0.11, and M3, ARM: 0.10, against 0.99; its
+/// Table 9), which 0.80 would call too easy. DeepCrime itself has no filter.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Filter {
     pub min_drop: f64,
@@ -253,6 +258,10 @@ fn finished(xs: &[Option<f64>]) -> Vec<f64> {
 /// used: all of them for the GLM test and Cohen's d, the seeds where both finished for the
 /// paired Wilcoxon test (its differences rounded to 12 significant digits so that accuracy ties
 /// stay ties).
+///
+/// Leaving failed runs out is reprolab's extension. DeepCrime (`stats.py`, `is_diff_sts`) needs
+/// equal run counts and knows no failed run: a NaN metric makes its Cohen's d NaN, so a mutant
+/// with any NaN run is never killed there.
 pub fn kill(
     original: &[Option<f64>],
     mutant: &[Option<f64>],

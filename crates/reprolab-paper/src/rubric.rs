@@ -7,7 +7,12 @@
 //! invalid ones, so that a failed judge never hides as a 0.
 //!
 //! The Code-Dev variant grades only Code Development leaves: the others are removed, and so is
-//! every inner node left without leaves.
+//! every inner node left without leaves (PaperBench's `reduce_to_category`). Where no Code
+//! Development leaf is left PaperBench's `run_judge` judges the whole root as one Code
+//! Development leaf; [`Rubric::code_dev`] returns `None` instead.
+//!
+//! Leaf scores: PaperBench's judge gives only 0 or 1 (continuous scores are for its depth-capped
+//! "Subtree" shims); a scores file read by [`parse_scores`] may give any value in [0, 1].
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};

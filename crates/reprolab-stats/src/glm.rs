@@ -13,6 +13,14 @@
 //! and its standard error is `sqrt(scale * (1/nx + 1/ny))`. Unlike a t-test,
 //! statsmodels' GLM reports a **normal** (z) p-value, so results are a bit
 //! more liberal than Student's t at small n.
+//!
+//! One difference remains, on purpose: DeepCrime (`stats.py`, `p_value_glm`) does
+//! not read `glm_results.pvalues` but parses the text of the summary table
+//! (`float(str(glm_sum.tables[1][2][4]))`), which statsmodels prints with
+//! `"%#6.3f"`. Its p-value is therefore rounded to 3 decimals, and its
+//! `p < 0.05` means about `p < 0.0495` here (a constant, all-equal sample
+//! gives it `nan`, i.e. not significant; [`glm_test`] gives `None`). This
+//! function returns the unrounded p-value.
 
 use crate::TestResult;
 use crate::describe::mean;
