@@ -8,11 +8,11 @@
 //!
 //! The Code-Dev variant grades only Code Development leaves: the others are removed, and so is
 //! every inner node left without leaves (PaperBench's `reduce_to_category`). Where no Code
-//! Development leaf is left PaperBench's `run_judge` judges the whole root as one Code
-//! Development leaf; [`Rubric::code_dev`] returns `None` instead.
+//! Development leaf is left, the whole root becomes one Code Development leaf, judged as a whole
+//! (PaperBench's `run_judge`).
 //!
-//! Leaf scores: PaperBench's judge gives only 0 or 1 (continuous scores are for its depth-capped
-//! "Subtree" shims); a scores file read by [`parse_scores`] may give any value in [0, 1].
+//! Leaf scores are 0 or 1, as PaperBench's judge gives them (its continuous scores are only for
+//! its depth-capped "Subtree" shims); a scores file with another value is an input error.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -175,13 +175,27 @@ impl Rubric {
         self.sub_tasks.iter().flat_map(Rubric::leaves).collect()
     }
 
-    /// The Code-Dev rubric: only Code Development leaves, inner nodes without leaves removed.
-    /// `None` when no Code Development leaf is left.
-    pub fn code_dev(&self) -> Option<Rubric> {
+    /// The Code-Dev rubric: only Code Development leaves, inner nodes without leaves removed;
+    /// without any Code Development leaf, the root as one Code Development leaf (PaperBench).
+    pub fn code_dev(&self) -> Rubric {
+        self.code_dev_leaves().unwrap_or_else(|| Rubric {
+            sub_tasks: Vec::new(),
+            task_category: Some(CODE_DEVELOPMENT.into()),
+            finegrained_task_category: None,
+            ..self.clone()
+        })
+    }
+
+    /// The tree reduced to its Code Development leaves; `None` when it has none.
+    fn code_dev_leaves(&self) -> Option<Rubric> {
         if self.is_leaf() {
             return (self.task_category.as_deref() == Some(CODE_DEVELOPMENT)).then(|| self.clone());
         }
-        let kept: Vec<Rubric> = self.sub_tasks.iter().filter_map(Rubric::code_dev).collect();
+        let kept: Vec<Rubric> = self
+            .sub_tasks
+            .iter()
+            .filter_map(Rubric::code_dev_leaves)
+            .collect();
         (!kept.is_empty()).then(|| Rubric {
             sub_tasks: kept,
             ..self.clone()
@@ -329,9 +343,13 @@ pub fn parse_scores(path: &Path) -> Result<BTreeMap<String, LeafScore>, RubricEr
             }
         };
         if let Some(s) = leaf.score
-            && !(0.0..=1.0).contains(&s)
+            && s != 0.0
+            && s != 1.0
         {
-            return Err(bad(format!("leaf {id}: score {s} is outside [0, 1]")));
+            return Err(bad(format!(
+                "leaf {id}: score {s}: a leaf scores 0 (requirement not met) or 1 (met), as \
+                 PaperBench's judge scores it; null when it could not be judged"
+            )));
         }
         out.insert(id.clone(), leaf);
     }
@@ -471,13 +489,16 @@ mod tests {
 
     #[test]
     fn code_dev_keeps_only_code_development_leaves() {
-        let cd = tree().code_dev().unwrap();
+        let cd = tree().code_dev();
         let ids: Vec<&str> = cd.leaves().iter().map(|l| l.id.as_str()).collect();
         assert_eq!(ids, vec!["a1", "b1"]);
         let g = cd.grade(&scores(&[("a1", Some(1.0)), ("b1", Some(0.0))]));
         assert!((g.score - 0.75).abs() < 1e-12); // (3 * 1 + 1 * 0) / 4
-        let no_cd = node("r", 1.0, vec![leaf("x", 1.0, RESULT_ANALYSIS)]);
-        assert!(no_cd.code_dev().is_none());
+        // Without a Code Development leaf, PaperBench judges the root as one such leaf.
+        let no_cd = node("r", 1.0, vec![leaf("x", 1.0, RESULT_ANALYSIS)]).code_dev();
+        assert!(no_cd.is_leaf());
+        assert_eq!(no_cd.task_category.as_deref(), Some(CODE_DEVELOPMENT));
+        assert_eq!(no_cd.grade(&scores(&[("r", Some(1.0))])).score, 1.0);
     }
 
     #[test]
@@ -574,13 +595,15 @@ mod tests {
             (s["x"].score, s["y"].score, s["z"].explanation.as_str()),
             (Some(1.0), None, "no")
         );
-        std::fs::write(&path, "{\"x\": 2}").unwrap();
-        assert!(
-            parse_scores(&path)
-                .unwrap_err()
-                .to_string()
-                .contains("outside [0, 1]")
-        );
+        // PaperBench's leaves are pass/fail: neither 2 nor a partial 0.5 is a leaf score.
+        for bad in ["2", "0.5"] {
+            std::fs::write(&path, format!("{{\"x\": {bad}}}")).unwrap();
+            let err = parse_scores(&path).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("leaf x: score {bad}: a leaf scores 0")),
+                "{err}"
+            );
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -236,7 +236,8 @@ FILE ({leaf_id: 0, 1, null or {score, explanation}}, from any judge), from --ver
 Reality / Score over the submission's code). An inner node scores the weighted \
 mean of its children; children weighing 0 in all give 0, as PaperBench. A leaf without a score is \
 invalid: it counts 0 (PaperBench's rule) and the grade says how many there were and what the score \
-is over the judged leaves only. --code-dev keeps only Code Development leaves.",
+is over the judged leaves only. --code-dev keeps only Code Development leaves (without any, the \
+root is judged as one, as PaperBench does).",
         after_help = "Examples:\n  reprolab paper grade submission/ --rubric rubric.json --scores leaf-scores.json --code-dev\n  reprolab paper grade impl/ --rubric rubric.json --verification verdicts/verification.json --llm ollama:qwen2.5:7b"
     )]
     Grade(PaperGradeArgs),

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use reprolab_paper::checks::Outcome;
 use reprolab_paper::judge::LlmJudge;
 use reprolab_paper::rubric::{
@@ -25,12 +25,7 @@ pub async fn grade(g: &Global, a: &PaperGradeArgs) -> Result<ExitCode> {
     check_votes(a.votes)?;
     let rubric = Rubric::load(&a.rubric)?;
     let rubric = if a.code_dev {
-        rubric.code_dev().with_context(|| {
-            format!(
-                "{}: --code-dev: the rubric has no Code Development leaf",
-                a.rubric.display()
-            )
-        })?
+        rubric.code_dev()
     } else {
         rubric
     };
