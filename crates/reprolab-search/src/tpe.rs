@@ -1,11 +1,16 @@
-//! Tree-structured Parzen Estimator (Bergstra et al. 2011), with Optuna's defaults for the
-//! independent (univariate) sampler: random for the first `n_startup` trials; then the trials
+//! Tree-structured Parzen Estimator (Bergstra et al. 2011), modelled on Optuna's independent
+//! (univariate) sampler, with two choices of its own (below: the split `gamma` and the
+//! categorical estimate; Optuna 5's default is its multivariate sampler): random for the first
+//! `n_startup` trials; then the trials
 //! are split into the best `gamma` fraction ("good", at most `max_good`) and the rest ("bad",
 //! failed trials always last), every parameter gets a density `l(x)` over the good and `g(x)`
 //! over the bad trials, and for every parameter independently `n_candidates` draws from `l`
 //! are scored by `l(x) / g(x)`, the best kept.
 //!
 //! * Categorical: smoothed frequencies `p(c) = (Σ w_i [x_i = c] + prior / K) / (Σ w_i + prior)`.
+//!   Optuna (since v3) smooths every observation's kernel by `prior / K` per category, K times
+//!   more than this; measured against it (`examples/tpe_bench.rs`, docs/repair.md), this
+//!   estimate exploits a category sooner and missed the best one more often.
 //! * Numeric: a Parzen mixture of truncated Gaussians, one per observation plus a prior kernel
 //!   (centre of the domain, σ = its width); σ of an observation = the larger distance to its
 //!   sorted neighbours (Optuna's univariate rule), clipped to `[width / min(100, 1 + n), width]`.
@@ -32,8 +37,8 @@ pub struct TpeSampler {
     pub n_startup: usize,
     /// Draws from `l` scored per parameter (default 24).
     pub n_candidates: usize,
-    /// Fraction of the trials taken as "good" (default 0.25 as in hyperopt, rounded up, at
-    /// least 1).
+    /// Fraction of the trials taken as "good" (default 0.25, rounded up, at least 1; Optuna
+    /// takes `ceil(0.1 n)`, hyperopt `ceil(0.25 √n)`).
     pub gamma: f64,
     /// At most this many good trials (default 25).
     pub max_good: usize,
