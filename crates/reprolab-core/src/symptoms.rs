@@ -1,7 +1,42 @@
 //! AutoTrainer's training-trace checks (reference §8) over the per-epoch trace records of
 //! `docs/architecture.md`: the shared definition of a training symptom, read by dynamic
-//! localisation (`reprolab-localize`) and by the rules repair engine (`reprolab-repair`). Gradient statistics come from the first batch of each epoch, so a
-//! check that holds in any epoch counts, as AutoTrainer's periodic checks would see it.
+//! localisation (`reprolab-localize`) and by the rules repair engine (`reprolab-repair`).
+//!
+//! The thresholds are AutoTrainer's (`default_param` in `AutoTrainer/utils/utils.py` of
+//! shiningrain/AUTOTRAINER; slow convergence with the Θ = 0.6 of its `reproduce.py`, where the
+//! default is 0.7). What they are applied to is not its monitor's (`AutoTrainer/utils/monitor.py`,
+//! `LossHistory` in `utils.py`): that one runs during training, checks every third epoch
+//! (epochs 0, 3, 6, …) and stops the training at the first issue; here one finished trace is
+//! read, and a check that holds in any record counts. In detail:
+//!
+//! * Gradients. AutoTrainer differentiates the loss, after the epoch's updates, on the first
+//!   `batch_size` rows of the training data in inference mode, and takes the L2 norms of the
+//!   *kernels* of the first and the last trainable layer. A record holds per layer the L2 norm of
+//!   all its parameters' gradients (kernel and bias), from the first training batch of the epoch
+//!   *before* its updates (record 0: the initial weights, which AutoTrainer never checks); first
+//!   and last are the first and last layers with a measured gradient.
+//! * Gating. AutoTrainer reports a vanishing or exploding gradient or dying ReLUs only while
+//!   the accuracy has not converged (`not_converge` or `sc_accuracy`, below), and only the first
+//!   of relu, explode, vanish; here each is a symptom whenever it shows (localisation wants the
+//!   cause also in a run that goes on learning, e.g. the dead layers of a zero initialiser).
+//! * Dying ReLU. AutoTrainer's is the share of exactly-zero entries among *all* gradient
+//!   entries of the network (every layer, kernels and biases, whatever the activation) ≥ 0.7;
+//!   here a ReLU layer's own share, or its `dead_frac` (units ≤ 0 for the whole batch).
+//! * Oscillation. AutoTrainer's `ol_judge` reads the training accuracy only; it takes interior
+//!   points with `≥`/`≤` both neighbours as maxima/minima (a plateau's points are both), pairs
+//!   the k-th maximum with the k-th minimum, counts pairs with max − min ≥ 0.03, and compares
+//!   the count with 0.2 × the epochs seen at each check (from about 30% of the training on).
+//!   Here the training or the validation accuracy, a plateau is one point, extrema are strict,
+//!   every adjacent pair of extrema counts (|difference| ≥ 0.03: about twice AutoTrainer's count
+//!   on a zigzag), against 0.2 × all the epochs.
+//! * Slow convergence. AutoTrainer requires max accuracy < Θ on both curves and no epoch gain
+//!   ≥ 0.01 on both, over the epochs seen at its first check from about 30% of the training on
+//!   (its repair then starts there); here the gains of the training accuracy only, over the run.
+//! * NaN loss. AutoTrainer also flags a validation loss ≥ 1e3; here the training loss, and any
+//!   non-finite loss through the record's `nan` flag. (Its latest monitor repairs a NaN loss
+//!   only together with a NaN weight or gradient; an earlier one repaired any.)
+//!
+//! The unit tests at the end pin these edge cases.
 
 use std::fmt;
 
@@ -125,19 +160,21 @@ pub enum SymptomKind {
     /// map) and the loss fell by less than 10% from the first epoch to the last. Not an
     /// AutoTrainer check.
     LinearModel,
-    /// `‖g_first‖ / ‖g_last‖ < 1e-3` and `‖g_first‖ < 1e-4`.
+    /// `‖g_first‖ / ‖g_last‖ < 1e-3` and `‖g_first‖ < 1e-4` in some record (first and last:
+    /// the first and last layers with a measured gradient norm).
     VanishingGradient,
     /// `‖g_first‖ / ‖g_last‖ > 70`, or a non-finite gradient norm.
     ExplodingGradient,
-    /// A NaN in training, or a loss `≥ 1e3` (repaired as an exploding gradient).
+    /// A NaN in training (the record's `nan` flag: a non-finite loss, validation loss or
+    /// weight), or a training loss `≥ 1e3` (repaired as an exploding gradient).
     NanLoss,
     /// A ReLU layer with `grad_zero_frac ≥ 0.7` or `dead_frac ≥ 0.7`.
     DyingRelu,
-    /// The accuracy curve oscillates: pairs of adjacent local extrema differing by `≥ 0.03`
-    /// number at least `0.2 ×` the epochs.
+    /// The training or the validation accuracy oscillates: pairs of adjacent local extrema
+    /// differing by `≥ 0.03` ([`oscillations`]) number at least `0.2 ×` the epochs.
     Unstable,
-    /// Slow convergence: maximal train (and validation) accuracy `< 0.6` and no epoch gains
-    /// `≥ 0.01`.
+    /// Slow convergence: maximal train (and validation) accuracy `< 0.6` and the training
+    /// accuracy gains `≥ 0.01` in no epoch.
     NotConverging,
     /// Training stopped while the loss was still falling: it fell in each of the last three
     /// epochs, the last time by `≥ 2%` (not an AutoTrainer check: the study's too-few-epochs
@@ -1033,5 +1070,162 @@ mod tests {
         ]);
         assert_eq!((r[0].acc, r[0].val_acc), (Some(0.5), Some(0.4)));
         assert_eq!((r[1].acc, r[1].val_acc), (Some(0.6), Some(0.7)));
+    }
+
+    // Edge cases of the AutoTrainer checks, where this reading of a finished trace and
+    // AutoTrainer's online monitor (shiningrain/AUTOTRAINER, AutoTrainer/utils/monitor.py) part
+    // ways; see the module documentation.
+
+    /// Epochs with these train and validation accuracies and a constant loss.
+    fn curves(acc: &[f64], val: &[f64]) -> Vec<EpochRecord> {
+        let epochs: Vec<Value> = (0..acc.len())
+            .map(|i| json!({"epoch": i, "loss": 1.0, "acc": acc[i], "val_acc": val[i]}))
+            .collect();
+        parse_trace(&epochs)
+    }
+
+    #[test]
+    fn oscillation_counts_adjacent_extrema_of_either_accuracy_over_the_whole_run() {
+        // Extrema 0.60 (max), 0.55 (min), 0.65 (max), 0.64 (min): two adjacent pairs differ by
+        // >= 0.03, and 2 >= 0.2 x 10 epochs. AutoTrainer's ol_judge pairs the k-th maximum with
+        // the k-th minimum (0.60 - 0.55, 0.65 - 0.64): one pair, not unstable.
+        let acc = [0.50, 0.60, 0.55, 0.65, 0.64, 0.70, 0.74, 0.78, 0.80, 0.82];
+        assert_eq!(oscillations(&acc, 0.03), 2);
+        assert_eq!(kinds(&curves(&acc, &acc)), vec![SymptomKind::Unstable]);
+        // One pair fewer (the second maximum within 0.03 of its trough) is not enough.
+        let calm = [0.50, 0.60, 0.55, 0.57, 0.56, 0.70, 0.74, 0.78, 0.80, 0.82];
+        assert_eq!(oscillations(&calm, 0.03), 1);
+        assert!(kinds(&curves(&calm, &calm)).is_empty());
+        // A plateau is one point (AutoTrainer's non-strict test makes each of its points both a
+        // maximum and a minimum); the difference is taken at 0.03 inclusive.
+        assert_eq!(oscillations(&[0.5, 0.6, 0.6, 0.6, 0.5, 0.6], 0.03), 1);
+        assert_eq!(oscillations(&[0.5, 0.6, 0.5, 0.6], 0.03), 1);
+        assert_eq!(oscillations(&[0.5, 0.53, 0.5, 0.53], 0.03), 1);
+        assert_eq!(oscillations(&[0.5, 0.529, 0.5, 0.529], 0.03), 0);
+        // The validation accuracy counts too (AutoTrainer reads the training accuracy only).
+        let rising: Vec<f64> = (0..10).map(|i| 0.5 + 0.04 * i as f64).collect();
+        let zigzag = [0.5, 0.6, 0.5, 0.6, 0.5, 0.6, 0.5, 0.6, 0.5, 0.6];
+        let s = detect(&curves(&rising, &zigzag));
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert!(
+            s[0].evidence.starts_with("val_acc oscillates: 7 pairs"),
+            "{}",
+            s[0].evidence
+        );
+        assert!(kinds(&curves(&rising, &rising)).is_empty());
+        // The rate is of all the epochs: three early pairs in 30 epochs are below 0.2 x 30 (at its
+        // check of epoch 6, AutoTrainer sees 2 pairs in 7 epochs and stops the training).
+        let mut early = vec![0.5, 0.6, 0.5, 0.6, 0.5, 0.6, 0.65];
+        early.extend((0..23).map(|i| 0.66 + 0.01 * i as f64));
+        assert_eq!(oscillations(&early, 0.03), 3);
+        assert!(kinds(&curves(&early, &early)).is_empty());
+    }
+
+    #[test]
+    fn slow_convergence_reads_the_training_accuracys_gains_over_the_whole_run() {
+        // Training accuracy flat at 0.30 while the validation accuracy gains 0.05 an epoch, both
+        // below 0.6: not converging here. AutoTrainer's sc_accuracy needs both curves to gain
+        // < 0.01 in every epoch, so it would not report it.
+        let flat = [0.30; 6];
+        let gaining = [0.30, 0.35, 0.40, 0.45, 0.50, 0.55];
+        assert_eq!(
+            kinds(&curves(&flat, &gaining)),
+            vec![SymptomKind::NotConverging]
+        );
+        // Θ = 0.6 (AutoTrainer's reproduce.py; its default is 0.7), exclusive.
+        assert!(kinds(&curves(&[0.6; 6], &[0.3; 6])).is_empty());
+        assert_eq!(
+            kinds(&curves(&[0.599; 6], &[0.3; 6])),
+            vec![SymptomKind::NotConverging]
+        );
+        // A slow start that converges later is judged on the whole run (AutoTrainer judges the
+        // epochs seen at its first check after 30% of the training and would stop it there).
+        let mut late = vec![0.10; 10];
+        late.extend((1..=10).map(|i| 0.10 + 0.08 * i as f64));
+        assert!(kinds(&curves(&late, &late)).is_empty());
+    }
+
+    /// Records of three layers with these gradient norms (None: not measured or non-finite).
+    fn grads(epochs: &[[Option<f64>; 3]]) -> Vec<EpochRecord> {
+        let v: Vec<Value> = epochs
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let layers: Vec<Value> = g
+                    .iter()
+                    .enumerate()
+                    .map(|(j, gn)| json!({"name": j.to_string(), "act": "tanh", "grad_norm": gn}))
+                    .collect();
+                json!({"epoch": i, "loss": 1.0, "layers": layers})
+            })
+            .collect();
+        parse_trace(&v)
+    }
+
+    #[test]
+    fn gradient_ratio_edges() {
+        let k = |g: [Option<f64>; 3]| kinds(&grads(&[g]));
+        // ‖g_first‖ / ‖g_last‖ > 70, strictly (AutoTrainer: gra_rate > threshold_high).
+        assert!(k([Some(7.0), Some(1.0), Some(0.1)]).is_empty());
+        assert_eq!(
+            k([Some(7.1), Some(1.0), Some(0.1)]),
+            vec![SymptomKind::ExplodingGradient]
+        );
+        // Vanishing needs both a ratio < 1e-3 and ‖g_first‖ < 1e-4.
+        assert!(k([Some(2e-4), Some(1.0), Some(10.0)]).is_empty());
+        assert_eq!(
+            k([Some(5e-5), Some(1.0), Some(0.1)]),
+            vec![SymptomKind::VanishingGradient]
+        );
+        // A last layer without gradient gives no ratio (AutoTrainer's numpy division gives inf,
+        // an exploding gradient); a first layer without a measured gradient is skipped, the next
+        // one stands in for it.
+        assert!(k([Some(0.5), Some(0.2), Some(0.0)]).is_empty());
+        let s = detect(&grads(&[[None, Some(1e-5), Some(0.1)]]));
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert_eq!(s[0].kind, SymptomKind::VanishingGradient);
+        assert!(
+            s[0].evidence.contains("(layers 1 and 2)"),
+            "{}",
+            s[0].evidence
+        );
+    }
+
+    #[test]
+    fn a_large_loss_is_read_on_the_training_loss_and_a_nan_through_the_flag() {
+        let epochs = |val_loss: f64, nan: bool| {
+            parse_trace(&[
+                json!({"epoch": 0, "loss": 5.0, "val_loss": 4.0, "nan": false}),
+                json!({"epoch": 1, "loss": 4.0, "val_loss": val_loss, "nan": nan}),
+            ])
+        };
+        // A validation loss >= 1e3 alone is not read (AutoTrainer's check_large_loss reads it).
+        assert!(kinds(&epochs(2e3, false)).is_empty());
+        // A non-finite validation loss reaches the trace as the record's nan flag.
+        assert_eq!(kinds(&epochs(3.0, true)), vec![SymptomKind::NanLoss]);
+        // The training loss: >= 1e3 inclusive.
+        let big = parse_trace(&[json!({"epoch": 0, "loss": 1e3})]);
+        assert_eq!(kinds(&big), vec![SymptomKind::NanLoss]);
+        let below = parse_trace(&[json!({"epoch": 0, "loss": 999.9})]);
+        assert!(kinds(&below).is_empty());
+    }
+
+    #[test]
+    fn dying_relu_is_per_relu_layer_and_inclusive() {
+        let rec = |zero: f64| {
+            parse_trace(&[json!({"epoch": 0, "loss": 1.0, "layers": [
+                {"name": "0", "act": "tanh", "grad_norm": 0.5, "grad_zero_frac": 0.0},
+                {"name": "1", "act": "relu", "grad_norm": 0.1, "grad_zero_frac": zero},
+                {"name": "2", "act": "softmax", "grad_norm": 0.2, "grad_zero_frac": 0.0}]})])
+        };
+        // One relu layer with 70% zero gradients is enough, whatever the other layers' share
+        // (AutoTrainer's share is of every gradient entry of the network, kernels and biases).
+        assert_eq!(kinds(&rec(0.7)), vec![SymptomKind::DyingRelu]);
+        assert!(kinds(&rec(0.699)).is_empty());
+        // A layer's dead units count as well (the trace's dead_frac, not an AutoTrainer signal).
+        let dead = parse_trace(&[json!({"epoch": 0, "loss": 1.0, "layers": [
+            {"name": "0", "act": "relu", "grad_norm": 0.5, "grad_zero_frac": 0.1, "dead_frac": 0.7},
+            {"name": "1", "act": "softmax", "grad_norm": 0.2}]})]);
+        assert_eq!(kinds(&dead), vec![SymptomKind::DyingRelu]);
     }
 }

@@ -35,9 +35,11 @@
 //! | `large-activations` | either, on an exponential layer | ACH(i) 0.5 |
 //!
 //! "Blocked from above" (record by record): the next layer has all-zero weights, is mostly dead
-//! (dead_frac ≥ 0.7), or gets no gradient itself (the output layer with gradient norm 0, a hidden
-//! layer with zero gradient that is blocked in turn). Zero gradients of a blocked layer are a
-//! consequence, not a fault of that layer.
+//! (dead_frac ≥ 0.7 under relu, relu6 or hard_sigmoid, which pass no gradient where their output
+//! is ≤ 0: the tracer measures dead_frac for every activation, and a tanh, linear or ELU unit
+//! with negative outputs still passes gradient), or gets no gradient itself (the output layer
+//! with gradient norm 0, a hidden layer with zero gradient that is blocked in turn). Zero
+//! gradients of a blocked layer are a consequence, not a fault of that layer.
 //!
 //! The generic "nothing moves" monitors (`zero-gradient`, `unchanged-weights`, `loss-flat`,
 //! `acc-flat`, `not-converging`) see one symptom through correlated signals: per fault label they
@@ -51,6 +53,27 @@
 //! Cross-checks before ranking (issue 20, item 5): a silent output after a blow-up is the
 //! learning rate's doing, and a silent output with a fitted training set (loss ≤ 1e-4 × its
 //! first value, accuracy ≥ 0.99) is no fault of the output layer.
+//!
+//! Where the signals depart from the tools' source: AutoTrainer's checks in
+//! [`reprolab_core::symptoms`] (its module documentation). DeepDiagnosis (`callback/callbacks.py`
+//! of DeepDiagnosis/ICSE2022, `mapFaluireToFix.on_epoch_end`) checks at each epoch's end on the
+//! first `batch_size` training rows and stops at the first problem; the checks here that
+//! resemble its own are read differently:
+//!
+//! * dead node: its share of *entries* (samples × units) ≤ 0 in the output of a separate relu
+//!   or exponential Activation layer, ≥ 0.7, at the last epoch only. `dead_frac` is the share of
+//!   *units* ≤ 0 for every sample of the batch, in any record: never above the entry share (a
+//!   unit active on one sample in four is 75% dead entries there, alive here).
+//! * saturation: > 50% of the pre-activation entries ≤ −5 or ≥ 5 before a separate sigmoid/tanh
+//!   Activation layer, any one check of every fifth epoch; here in ≥ ⅓ of the records, hidden
+//!   layers only.
+//! * vanishing gradient: the mean |kernel gradient| of a Dense layer < 1e-7 in one check;
+//!   `zero-gradient` wants the L2 norm of the layer's whole gradient ≤ 1e-7 (stricter: the mean
+//!   |g| of n entries is at most ‖g‖₂/√n) in half the records, and not blocked from above.
+//! * unchanged tensor: the mean of a Dense layer's kernel (or of its gradient or output, or the
+//!   loss) exactly equal over an aligned block of 5 epochs (the accuracy: 20), any one layer;
+//!   `unchanged-weights` wants every layer's weight norm unchanged (relative 1e-7) over any 5
+//!   consecutive records; `loss-flat` and `acc-flat` are tests of their own.
 //!
 //! Trace layers are mapped to config layer indices with [`layer_map`].
 
@@ -159,6 +182,10 @@ pub fn layer_map(config: &Config, layers: &[LayerRecord]) -> LayerMap {
         how: "order",
     }
 }
+
+/// Activations whose gradient is 0 wherever their output is ≤ 0: a unit that is ≤ 0 for the
+/// whole batch (`dead_frac`) is dead under these only.
+const GATED: [&str; 3] = ["relu", "relu6", "hard_sigmoid"];
 
 struct Ctx<'a> {
     a: Arch<'a>,
@@ -330,7 +357,17 @@ impl Ctx<'_> {
         if j + 2 == n {
             return zero_grad;
         }
-        next.dead_frac.is_some_and(|d| d >= 0.7) || (zero_grad && self.blocked(k, j + 1))
+        self.mostly_dead(next, j + 1) || (zero_grad && self.blocked(k, j + 1))
+    }
+
+    /// Whether layer `j` (record `l`) is mostly dead: `dead_frac ≥ 0.7` under an activation that
+    /// passes no gradient where its output is ≤ 0 ([`GATED`]). The tracer measures `dead_frac`
+    /// for every activation, but a tanh, linear, ELU/SELU or leaky unit whose outputs are all
+    /// negative still passes gradient. Without a known activation the fraction is taken at its
+    /// word.
+    fn mostly_dead(&self, l: &LayerRecord, j: usize) -> bool {
+        l.dead_frac.is_some_and(|d| d >= 0.7)
+            && self.act_of(j).is_none_or(|a| GATED.contains(&a.as_str()))
     }
 
     fn n_layers(&self) -> usize {
@@ -1140,8 +1177,7 @@ fn zero_gradient(cx: &mut Ctx) {
         let dead_at_init = cx.records[0]
             .layers
             .get(j)
-            .and_then(|l| l.dead_frac)
-            .is_some_and(|d| d >= 0.7);
+            .is_some_and(|l| cx.mostly_dead(l, j));
         if (SATURATING.contains(&act.as_str()) || act == "relu") && !dead_at_init {
             let sugg = cx.a.suggest_str(&format!("act{i}"), &["relu", "elu"]);
             cx.push_generic(

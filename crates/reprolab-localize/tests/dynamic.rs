@@ -305,6 +305,55 @@ fn zero_weights_and_blocked_layers() {
 }
 
 #[test]
+fn only_a_relu_gated_layer_that_is_mostly_dead_blocks_the_gradient() {
+    // Layer 0 gets no gradient in any epoch; layer 1's units are <= 0 for the whole batch.
+    let s = subject("digits-mlp");
+    let blocked_by = |act1: &str| {
+        let c = config(&s, json!({ "act1": act1 }));
+        let mut t = healthy(10, &["relu", act1, "softmax"], false, 10);
+        set_layer(&mut t, 0, "grad_norm", |_| json!(0.0));
+        set_layer(&mut t, 1, "dead_frac", |_| json!(1.0));
+        dynamic_monitors(&s, &c, &t)
+    };
+    let from_zero_gradient = |found: &[reprolab_localize::Suspect], l: &str| {
+        find(found, l).is_some_and(|w| w.source.split('+').any(|x| x == "zero-gradient"))
+    };
+    // A dead relu layer passes no gradient: layer 0's zero gradient is its consequence.
+    let found = blocked_by("relu");
+    assert!(!from_zero_gradient(&found, "WCI(0)"), "{}", show(&found));
+    expect(&found, "ACH(1)", "dying-relu", 0.35);
+    // A tanh (or linear) unit with negative outputs still passes gradient: layer 0's own.
+    for act in ["tanh", "linear"] {
+        let found = blocked_by(act);
+        expect(&found, "WCI(0)", "zero-gradient", 0.45);
+        expect(&found, "ACH(0)", "zero-gradient", 0.4);
+        assert!(
+            !sources(&found).iter().any(|x| x == "dying-relu"),
+            "{act}: {}",
+            show(&found)
+        );
+    }
+}
+
+#[test]
+fn a_saturating_layer_with_negative_outputs_is_not_dead_at_the_initial_weights() {
+    // A tanh layer without gradient whose outputs are all negative from the first batch: the
+    // activation is still a suspect (a relu layer dead from the start points at the weights).
+    let s = subject("digits-mlp");
+    for (act, ach) in [("tanh", true), ("relu", false)] {
+        let c = config(&s, json!({ "act1": act }));
+        let mut t = healthy(10, &["relu", act, "softmax"], false, 10);
+        set_layer(&mut t, 1, "grad_norm", |_| json!(0.0));
+        set_layer(&mut t, 1, "dead_frac", |_| json!(1.0));
+        let found = dynamic_monitors(&s, &c, &t);
+        expect(&found, "WCI(1)", "zero-gradient", 0.45);
+        let zero_grad_ach = find(&found, "ACH(1)")
+            .is_some_and(|a| a.source.split('+').any(|x| x == "zero-gradient"));
+        assert_eq!(zero_grad_ach, ach, "{act}: {}", show(&found));
+    }
+}
+
+#[test]
 fn unchanged_weights() {
     let s = subject("digits-mlp");
     let mut t = healthy(10, &MLP, false, 10);
