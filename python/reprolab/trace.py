@@ -25,7 +25,8 @@ the trace record (docs/architecture.md, "Trace record"):
      "saturated_frac", "mean_abs_out"}
 
 * dead_frac: fraction of units (features / channels) of the activation's output that are <= 0
-  for every sample of the batch (DeepDiagnosis' dead node), for every activation kind;
+  for every sample of the batch (a stricter reading of DeepDiagnosis' dead node, which counts
+  entries <= 0), for every activation kind (the monitors count it as dead under relu-like ones);
 * saturated_frac: fraction of the activation's input entries in the saturated region, for
   sigmoid-like activations (sigmoid, tanh, softsign: |x| > 5; hard_sigmoid: |x| >= 3, where its
   gradient is exactly zero); 0.0 for the others;
