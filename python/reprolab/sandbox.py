@@ -12,6 +12,10 @@ ctypes; nothing is imported that could start a thread.
   reached, and (kernels whose Landlock has LANDLOCK_ACCESS_FS_RESOLVE_UNIX) no path-named Unix
   socket outside `writable` can be connected to. Reading stays allowed everywhere: subjects read
   their data from wherever the user keeps it.
+* `private_shm()`: a /dev/shm of its own (a fresh tmpfs in a mount namespace of its own), so that
+  user code, which may write there (POSIX shared memory, semaphores, torch's DataLoader), can
+  neither read, change nor remove the shared memory of the user's other programs, and what it
+  leaves there does not outlive the namespace; `clear_shm()` empties it between evaluations.
 * `die_with_parent()`: PR_SET_PDEATHSIG, so the process is SIGKILLed when its parent dies.
 * `become_subreaper()`: orphans of the subtree are re-parented here instead of to PID 1, so
   `kill_descendants()` finds daemons that double-forked and called setsid.
@@ -27,6 +31,13 @@ _SYS_ADD_RULE = 445
 _SYS_RESTRICT_SELF = 446
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
+
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID = 1 << 1
+_MS_NODEV = 1 << 2
+_MS_REC = 1 << 14
+_MS_PRIVATE = 1 << 18
+_SHM = "/dev/shm"
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -159,6 +170,44 @@ def restrict(writable, tcp=False):
     return status
 
 
+def private_shm():
+    """Give this process, and everything it starts, a /dev/shm of its own: a fresh tmpfs in a
+    new mount namespace (mounts made private first, so nothing propagates to the host). Needs
+    CAP_SYS_ADMIN in its user namespace (it has it under `unshare -r`) and must run while the
+    process has one thread and before `restrict` (a Landlock domain cannot mount). Returns
+    whether it worked; when it did not, /dev/shm stays the host's."""
+    if not os.path.isdir(_SHM):
+        return False
+    _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
+                            ctypes.c_char_p]
+    if _libc.unshare(ctypes.c_int(_CLONE_NEWNS)) != 0:
+        return False
+    if _libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        return False
+    return _libc.mount(b"tmpfs", _SHM.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV,
+                       b"mode=1777") == 0
+
+
+def clear_shm():
+    """Remove whatever is in /dev/shm (a private one, see `private_shm`): what an evaluation
+    left there must not reach the next one, nor hold memory after it."""
+    import shutil
+
+    try:
+        names = os.listdir(_SHM)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(_SHM, name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+
+
 def die_with_parent():
     """SIGKILL this process when its parent dies; exit now if the parent is already gone."""
     parent = os.getppid()
@@ -268,6 +317,8 @@ def main(argv):
     die_with_parent()
     if os.getpid() != 1:
         become_subreaper()
+    if writable:
+        private_shm()
     pid = os.fork()
     if pid == 0:
         try:

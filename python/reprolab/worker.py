@@ -387,6 +387,8 @@ def _safe_str(e):
 _SANDBOXED = False
 # A network namespace cuts TCP off already (see enter_worker_sandbox).
 _NETNS = False
+# /dev/shm is this worker's own (sandbox.private_shm): emptied after every evaluation.
+_PRIVATE_SHM = False
 # Warnings filters that the worker's imports added (see repro.run's imported_filters).
 _IMPORTED_FILTERS = []
 # The directory the worker started in (`python -m` put it first on sys.path).
@@ -401,7 +403,7 @@ def enter_worker_sandbox(argv):
     with reprolab, keep orphans of evaluations as our own children, and with `--write DIR`
     (repeatable) enter a Landlock domain where only DIR is writable. Returns what the `ready`
     event reports: {"host_pid", "pid_namespace", "sandbox": {...}}."""
-    global _SANDBOXED, _NETNS
+    global _SANDBOXED, _NETNS, _PRIVATE_SHM
     from reprolab import sandbox
 
     writable = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--write"]
@@ -413,7 +415,9 @@ def enter_worker_sandbox(argv):
     if writable:
         os.environ["TMPDIR"] = writable[0]
         _NETNS = "--netns" in argv
+        _PRIVATE_SHM = sandbox.private_shm()
         status = sandbox.restrict(writable, tcp=_NETNS)
+        status["private_shm"] = _PRIVATE_SHM
         _SANDBOXED = status["fs"]
     return {"host_pid": sandbox.host_pid(), "pid_namespace": in_pid_namespace,
             "sandbox": status}
@@ -552,6 +556,8 @@ def fork_and_wait(req, body):
     from reprolab import sandbox
 
     sandbox.kill_descendants()
+    if _PRIVATE_SHM:
+        sandbox.clear_shm()
     if status is None:
         exit_code, sig = None, None
     elif os.WIFSIGNALED(status):

@@ -1,7 +1,8 @@
-//! What subject code runs inside: a scrubbed environment without credentials, its own process
-//! group, death with reprolab, and what the kernel offers of: a network namespace with no
-//! interface up, a PID namespace, and a Landlock domain that confines writes to a scratch
-//! directory (see docs/execution.md, "Threat model").
+//! What subject code runs inside: a scrubbed environment without credentials, its own session
+//! (no controlling terminal) without the descriptors reprolab inherited, death with reprolab,
+//! and what the kernel offers of: a network namespace with no interface up, a PID namespace, and
+//! a Landlock domain that confines writes to a scratch directory (see docs/execution.md,
+//! "Threat model").
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -295,15 +296,27 @@ pub fn worker_args(writable: &[&Path]) -> Vec<OsString> {
     args
 }
 
-/// Settings every process reprolab starts for user code gets: its own process group, killed
-/// when its handle is dropped, and SIGKILLed by the kernel when reprolab dies (even by
-/// SIGKILL). The parent-death signal fires when the *thread* that spawned it exits; processes
-/// are spawned from the async runtime's worker threads, which live as long as reprolab.
+/// Settings every process reprolab starts for user code gets: its own session (so its own
+/// process group, whose id is its pid, and no controlling terminal: user code cannot open
+/// `/dev/tty` and push keystrokes into the user's shell with `TIOCSTI`), none of the file
+/// descriptors reprolab inherited from whoever started it (a descriptor without close-on-exec,
+/// such as a pipe of the calling tool or a make jobserver, would otherwise reach user code,
+/// with the rights it was opened with, whatever Landlock says), killed when its handle is
+/// dropped, and SIGKILLed by the kernel when reprolab dies (even by SIGKILL). The parent-death
+/// signal fires when the *thread* that spawned it exits; processes are spawned from the async
+/// runtime's worker threads, which live as long as reprolab.
 pub fn contain(cmd: &mut tokio::process::Command) {
-    cmd.process_group(0).kill_on_drop(true);
-    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    cmd.kill_on_drop(true);
+    // SAFETY: setsid, prctl, close_range, getrlimit and fcntl are async-signal-safe and touch
+    // no memory of the parent.
     unsafe {
         cmd.pre_exec(|| {
+            // A new session, not only a process group: a group of its own would stay in
+            // reprolab's session, whose controlling terminal any member can open.
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            close_inherited_fds();
             if libc::prctl(
                 libc::PR_SET_PDEATHSIG,
                 libc::SIGKILL as libc::c_ulong,
@@ -320,6 +333,49 @@ pub fn contain(cmd: &mut tokio::process::Command) {
             }
             Ok(())
         });
+    }
+}
+
+/// Mark every descriptor above stderr close-on-exec, in a child between fork and exec: what
+/// the program is meant to get is on 0-2 by then (the standard library's own descriptors are
+/// close-on-exec already), anything else was inherited by reprolab and is not for user code.
+/// `close_range` (Linux 5.11+) does it at once; older kernels get a loop up to the descriptor
+/// limit (bounded, in case that limit is huge).
+///
+/// # Safety
+/// Only for a child between fork and exec: it changes descriptors of the calling process.
+unsafe fn close_inherited_fds() {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    // SAFETY: close_range only changes flags of this process's descriptors.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            CLOSE_RANGE_CLOEXEC,
+        )
+    } == 0;
+    if done {
+        return;
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid rlimit for getrlimit to fill.
+    let max = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        limit.rlim_cur.min(1 << 20) as libc::c_int
+    } else {
+        1024
+    };
+    for fd in 3..max {
+        // SAFETY: fcntl on a descriptor that may not exist only fails with EBADF.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
     }
 }
 

@@ -321,3 +321,120 @@ fn a_refused_write_says_why() {
     let message = v["runs"][0]["outcome"]["message"].as_str().unwrap();
     assert!(message.contains("reprolab's sandbox"), "{message}");
 }
+
+/// A pseudo-terminal for reprolab to run on, as from a user's shell: the master, and the
+/// slave's path (opened in the child, where it becomes the controlling terminal).
+fn pty() -> (std::fs::File, std::ffi::CString) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain libc calls on a descriptor this function owns; ptsname_r fills `name`.
+    unsafe {
+        let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(master >= 0, "no pseudo-terminal");
+        assert_eq!(libc::grantpt(master), 0);
+        assert_eq!(libc::unlockpt(master), 0);
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(master, name.as_mut_ptr(), name.len()), 0);
+        (
+            std::fs::File::from_raw_fd(master),
+            std::ffi::CStr::from_ptr(name.as_ptr()).to_owned(),
+        )
+    }
+}
+
+#[test]
+fn user_code_gets_no_terminal_and_no_descriptor_reprolab_inherited() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+
+    let root = tempfile::tempdir().unwrap();
+    let subject = hostile_subject(root.path());
+    // reprolab started from a terminal (its controlling terminal, where TIOCSTI from user code
+    // would type commands into the user's shell) by a tool that leaves a pipe open without
+    // close-on-exec (a make jobserver, an IDE's channel) as descriptor 200.
+    let (_master, slave) = pty();
+    let (_read, write) = std::io::pipe().unwrap();
+    let write_fd = write.as_raw_fd();
+    const INHERITED: i32 = 200;
+    for (behavior, attack) in [
+        ("tty", "opened its controlling terminal"),
+        ("inherited_fd", "got a descriptor reprolab inherited"),
+    ] {
+        let cfg = config_file(
+            root.path(),
+            "c.json",
+            json!({"behavior": behavior, "tag": INHERITED}),
+        );
+        let mut cmd = reprolab(root.path());
+        cmd.args([
+            "eval",
+            "--json",
+            "--no-cache",
+            "-j",
+            "1",
+            "--runs",
+            "1",
+            "--config",
+        ])
+        .arg(&cfg)
+        .arg(&subject);
+        let slave = slave.clone();
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let tty = libc::open(slave.as_ptr(), libc::O_RDWR);
+                if tty < 0 || libc::ioctl(tty, libc::TIOCSCTTY, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::close(tty);
+                // dup2 leaves the copy without close-on-exec, as the tool would.
+                if libc::dup2(write_fd, INHERITED) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = run(&mut cmd);
+        let v = json(&out);
+        assert_eq!(out.status.code(), Some(0), "{v}");
+        assert_eq!(
+            v["runs"][0]["outcome"]["search"], 0.0,
+            "user code {attack}: {v}"
+        );
+    }
+}
+
+#[test]
+fn dev_shm_is_private_to_the_sandbox() {
+    let root = tempfile::tempdir().unwrap();
+    if sandbox_info(root.path())["sandbox"]["network"] != true {
+        eprintln!("no user namespaces here: /dev/shm is the host's (as the network is)");
+        return;
+    }
+    let subject = hostile_subject(root.path());
+    let t = tag();
+    // Another program's shared memory (same user), which user code may not see or remove.
+    let other = PathBuf::from(format!("/dev/shm/reprolab-test-{t}"));
+    let left = PathBuf::from(format!("/dev/shm/reprolab-test-{t}-left"));
+    std::fs::write(&other, "keep me").unwrap();
+    let (code, v) = eval_config(
+        root.path(),
+        &subject,
+        json!({"behavior": "shm", "tag": t}),
+        1,
+        true,
+    );
+    let seen_other = std::fs::read_to_string(&other).ok();
+    let leftover = left.exists();
+    let _ = std::fs::remove_file(&other);
+    let _ = std::fs::remove_file(&left);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(
+        v["runs"][0]["outcome"]["search"], 0.0,
+        "user code saw or removed the host's /dev/shm: {v}"
+    );
+    assert_eq!(seen_other.as_deref(), Some("keep me"));
+    assert!(!leftover, "what user code wrote to /dev/shm outlived it");
+}
