@@ -1,6 +1,7 @@
-//! Code extraction from a raw model answer, as Deep-Bench's harness does it: the largest
-//! ```` ```python ```` block that parses, then any fenced block, then the raw text if it parses,
-//! otherwise `no_code`.
+//! Code extraction from a raw model answer, in the order of Deep-Bench's harness: the largest
+//! ```` ```python ```` block that parses, then another fenced block that parses (Deep-Bench's
+//! takes only untagged ones; this takes any tag), then the raw text if it parses, otherwise
+//! `no_code`.
 //!
 //! "Parses" means Python's own `ast.parse`, answered by the Python helper in one batch for all
 //! samples (see [`candidates`] and [`choose`]); this module only finds the candidates and applies

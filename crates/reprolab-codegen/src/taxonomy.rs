@@ -270,6 +270,20 @@ const SUBTYPE_ALIASES: &[(&str, Subtype)] = &[
         Subtype::IncorrectTensorConstant,
     ),
     ("not DL related", Subtype::NotDlRelated),
+    // The paper's appendix E and Table 6 spell some subtypes differently from each other.
+    (
+        "shape and dimension error in operations",
+        Subtype::ShapeErrorInOperation,
+    ),
+    ("DL performance issues", Subtype::DlPerformance),
+    (
+        "not defining the correct DL library in the prompt",
+        Subtype::NotDefiningDlLibrary,
+    ),
+    (
+        "not defining correct DL library",
+        Subtype::NotDefiningDlLibrary,
+    ),
 ];
 
 /// The paper's wordings of categories that differ from [`Category::title`].
@@ -285,6 +299,9 @@ const CATEGORY_ALIASES: &[(&str, Category)] = &[
     ),
     ("operation error", Category::OperationCalculationError),
     ("calculation error", Category::OperationCalculationError),
+    // Appendix E's "Missing Corner Cases" and Table 6's "Hallucinated Objects".
+    ("missing corner cases", Category::MissingCornerCase),
+    ("hallucinated objects", Category::HallucinatedObject),
 ];
 
 impl Category {
@@ -2005,6 +2022,31 @@ mod tests {
             assert_eq!(Subtype::parse(s.title()), Some(*s));
         }
         assert_eq!(Category::parse("typo error"), None);
+        // the paper's other spellings (appendix E, Table 6)
+        for (title, c) in [
+            ("Missing Corner Cases", Category::MissingCornerCase),
+            ("Hallucinated Objects", Category::HallucinatedObject),
+            ("Prompt biased Code", Category::PromptBiasedCode),
+        ] {
+            assert_eq!(Category::parse(title), Some(c), "{title}");
+        }
+        for (title, s) in [
+            (
+                "Shape and Dimension Error in Operations",
+                Subtype::ShapeErrorInOperation,
+            ),
+            ("DL Performance Issues", Subtype::DlPerformance),
+            (
+                "Not Defining the Correct DL Library in the Prompt",
+                Subtype::NotDefiningDlLibrary,
+            ),
+            (
+                "Not defining correct dl library",
+                Subtype::NotDefiningDlLibrary,
+            ),
+        ] {
+            assert_eq!(Subtype::parse(title), Some(s), "{title}");
+        }
         // serde reads titles too, and still writes the internal name
         let c: Category = serde_json::from_str("\"Operation/Calculation Error\"").unwrap();
         assert_eq!(c, Category::OperationCalculationError);
