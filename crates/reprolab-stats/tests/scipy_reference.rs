@@ -78,16 +78,29 @@ impl Check {
         }
     }
 
+    /// Our result and SciPy's array when both exist; `None` when neither does (no test), or
+    /// after recording a mismatch when only one does.
+    fn both<'a>(
+        &mut self,
+        what: &impl Display,
+        got: Option<TestResult>,
+        want: &'a Value,
+    ) -> Option<(TestResult, &'a Vec<Value>)> {
+        match (got, want.as_array()) {
+            (Some(g), Some(w)) => Some((g, w)),
+            (None, None) => None,
+            (g, _) => {
+                self.failures
+                    .push(format!("{what}: ours {g:?}, scipy {want}"));
+                None
+            }
+        }
+    }
+
     /// A [`TestResult`] against `[statistic, p, method, ..]` (or `null` for no test).
     fn test(&mut self, what: impl Display, got: Option<TestResult>, want: &Value) {
-        let (got, want) = match (got, want.as_array()) {
-            (None, None) => return,
-            (Some(g), Some(w)) => (g, w),
-            (g, _) => {
-                return self
-                    .failures
-                    .push(format!("{what}: ours {g:?}, scipy {want}"));
-            }
+        let Some((got, want)) = self.both(&what, got, want) else {
+            return;
         };
         let method = want[2].as_str().expect("method");
         self.eq(format_args!("{what} method"), got.method, method);
@@ -103,14 +116,8 @@ impl Check {
 
     /// A t or z test (its method is not in the JSON) against `[statistic, p]` or `null`.
     fn parametric(&mut self, what: impl Display, got: Option<TestResult>, want: &Value) {
-        let (got, want) = match (got, want.as_array()) {
-            (None, None) => return,
-            (Some(g), Some(w)) => (g, w),
-            (g, _) => {
-                return self
-                    .failures
-                    .push(format!("{what}: ours {g:?}, scipy {want}"));
-            }
+        let Some((got, want)) = self.both(&what, got, want) else {
+            return;
         };
         let (t, p) = (num(&want[0]), num(&want[1]));
         self.close_or_abs(format_args!("{what} t"), got.statistic, t, EXACT, NOISE_T);
