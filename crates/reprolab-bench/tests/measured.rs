@@ -36,20 +36,10 @@ fn strings(s: &[&str]) -> Vec<String> {
     s.iter().map(|x| x.to_string()).collect()
 }
 
-/// `with_alternatives`: whether the report was written after the neutrality analysis wrote
-/// the faults' `alternatives.json` (the earlier reports score without them).
-fn rebuilt_repair(dir: &str, setup: repair::Setup, with_alternatives: bool) -> String {
-    let report = rebuilt_repair_report(dir, "benchmarks/faults", &setup, with_alternatives);
-    write_figures_if_asked(dir, &report);
-    report.to_markdown()
-}
-
-fn rebuilt_repair_report(
-    dir: &str,
-    bench: &str,
-    setup: &repair::Setup,
-    with_alternatives: bool,
-) -> reprolab_report::Report {
+/// The Markdown of the repair report rebuilt from `docs/results/DIR`'s rows over the faults of
+/// `bench`. `with_alternatives`: whether the report was written after the neutrality analysis
+/// wrote the faults' `alternatives.json` (the earlier reports score without them).
+fn rebuilt_repair(dir: &str, bench: &str, setup: repair::Setup, with_alternatives: bool) -> String {
     let rows: Vec<repair::Row> =
         read_jsonl(&repo().join("docs/results").join(dir).join("results.jsonl"));
     let names: BTreeSet<String> = rows.iter().map(|r| r.fault.clone()).collect();
@@ -58,8 +48,10 @@ fn rebuilt_repair_report(
     if !with_alternatives {
         variants.values_mut().for_each(|(_, alts)| alts.clear());
     }
-    let results = repair::finish(rows, &variants, setup);
-    repair::build_report(&results, setup)
+    let results = repair::finish(rows, &variants, &setup);
+    let report = repair::build_report(&results, &setup);
+    write_figures_if_asked(dir, &report);
+    report.to_markdown()
 }
 
 /// With `REPROLAB_WRITE_FIGURES` set, the rebuilt report (Markdown, HTML page, figures) is
@@ -88,7 +80,7 @@ fn bench_repair_report_is_rebuilt() {
         runs: 10,
     };
     assert_eq!(
-        rebuilt_repair("bench-repair", setup, false),
+        rebuilt_repair("bench-repair", "benchmarks/faults", setup, false),
         committed("bench-repair")
     );
 }
@@ -105,9 +97,7 @@ fn bench_repair_heldout_report_is_rebuilt_with_runs_per_fault() {
         runs: 10,
     };
     let dir = "bench-repair-heldout";
-    let report = rebuilt_repair_report(dir, "benchmarks/faults-heldout", &setup, false);
-    write_figures_if_asked(dir, &report);
-    let md = report.to_markdown();
+    let md = rebuilt_repair(dir, "benchmarks/faults-heldout", setup, false);
     assert_eq!(md, committed(dir));
     assert!(md.contains("## Runs per fault"), "{md}");
     assert!(md.contains("![heldout-H4: holdout runs"), "{md}");
@@ -123,10 +113,15 @@ fn bench_repair_heldout_rules_report_is_rebuilt() {
         repeats: 2,
         runs: 10,
     };
-    let dir = "bench-repair-heldout-rules";
-    let report = rebuilt_repair_report(dir, "benchmarks/faults-heldout", &setup, false);
-    write_figures_if_asked(dir, &report);
-    assert_eq!(report.to_markdown(), committed(dir));
+    assert_eq!(
+        rebuilt_repair(
+            "bench-repair-heldout-rules",
+            "benchmarks/faults-heldout",
+            setup,
+            false
+        ),
+        committed("bench-repair-heldout-rules")
+    );
 }
 
 /// The Keras twins of the real faults (docs/results, "bench repair on the Keras real faults").
@@ -139,10 +134,15 @@ fn bench_repair_keras_report_is_rebuilt() {
         repeats: 1,
         runs: 10,
     };
-    let dir = "bench-repair-keras";
-    let report = rebuilt_repair_report(dir, "benchmarks/faults/real-keras", &setup, false);
-    write_figures_if_asked(dir, &report);
-    assert_eq!(report.to_markdown(), committed(dir));
+    assert_eq!(
+        rebuilt_repair(
+            "bench-repair-keras",
+            "benchmarks/faults/real-keras",
+            setup,
+            false
+        ),
+        committed("bench-repair-keras")
+    );
 }
 
 #[test]
@@ -155,7 +155,7 @@ fn bench_minimize_report_is_rebuilt() {
         runs: 10,
     };
     assert_eq!(
-        rebuilt_repair("bench-minimize", setup, false),
+        rebuilt_repair("bench-minimize", "benchmarks/faults", setup, false),
         committed("bench-minimize")
     );
 }
@@ -170,7 +170,7 @@ fn bench_repair_bohb_report_is_rebuilt_with_aj_after() {
         runs: 10,
     };
     assert_eq!(
-        rebuilt_repair("bench-repair-bohb", setup, true),
+        rebuilt_repair("bench-repair-bohb", "benchmarks/faults", setup, true),
         committed("bench-repair-bohb")
     );
 }
