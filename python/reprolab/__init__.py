@@ -8,6 +8,7 @@ Public API (see docs/architecture.md):
     reprolab.in_trace()
     reprolab.current_run()
     reprolab.run_script(train)
+    reprolab.result(search=..., holdout=...)   # the metric of an argparse script (script_entry)
     reprolab.report(loss=..., grad_norm=...)   # values a bug-reproduction script shows
 
 Everything here is a cheap no-op when the code runs outside reprolab, so a subject stays a normal
@@ -32,8 +33,11 @@ __all__ = [
     "in_trace",
     "current_run",
     "run_script",
+    "result",
     "report",
     "ReprolabContractError",
+    "ScriptResultMissing",
+    "ScriptExit",
     "TrialPruned",
     "__version__",
 ]
@@ -41,6 +45,15 @@ __all__ = [
 
 class ReprolabContractError(Exception):
     """A subject broke the subject contract (wrong return value, missing entry callable, ...)."""
+
+
+class ScriptResultMissing(ReprolabContractError):
+    """A script run by `reprolab.script_entry` ended without calling `reprolab.result(...)`."""
+
+
+class ScriptExit(Exception):
+    """A script run by `reprolab.script_entry` called `sys.exit` with a failure status (argparse
+    does, with status 2, when it rejects an option)."""
 
 
 class TrialPruned(BaseException):
@@ -403,6 +416,24 @@ def run_script(train, argv=None):
     else:
         print(json.dumps(out, allow_nan=False))
     return result
+
+
+# Set by reprolab.script_entry while it runs a script: where result() puts what it is given.
+_script_results: list | None = None
+
+
+def result(search, holdout, **extra):
+    """The metric of a training script that reprolab runs through `reprolab.script_entry` (what
+    `reprolab init` writes for an argparse script): its value on the validation split
+    (`search`, what searches optimise) and on the test split (`holdout`, what verdicts read),
+    plus any other values. Call it once, after training; the last call counts. Outside reprolab
+    it prints `reprolab.result: search=0.95, holdout=0.94` and does nothing else."""
+    values = {"search": search, "holdout": holdout, **extra}
+    if _script_results is not None:
+        _script_results.append(values)
+        return
+    shown = ", ".join(f"{k}={_report_value(v)}" for k, v in values.items())
+    print(f"reprolab.result: {shown}", flush=True)
 
 
 def __getattr__(name):

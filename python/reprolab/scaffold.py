@@ -6,7 +6,9 @@ prints one JSON object:
 
     {"functions": [{"name", "line", "params": [names], "candidate": bool}],
      "keys": {"FUNCTION": [{"key", "line", "value"?, "source": "get" | "literal"}]},
-     "dynamic": {"FUNCTION": int}, "framework": "pytorch" | "keras"}
+     "dynamic": {"FUNCTION": int}, "framework": "pytorch" | "keras",
+     "argparse": {"line", "options": [...], "positional": [...], "skipped": [...]} | null,
+     "calls_result": bool}
 
 `functions` are the top-level functions; `candidate` marks those whose first two parameters
 read like the subject contract `train(config, seed)` (a config-like name, then a seed-like name).
@@ -17,7 +19,16 @@ value of the key in a dict literal with only constant keys (a `DEFAULTS = {...}`
 of an `if __name__ == "__main__":` call); absent when the script gives none. `dynamic` counts
 the reads whose key is not a literal (`config[f"act{i}"]`), which no scaffold can list.
 `framework` is "keras" when the file imports keras (or tensorflow.keras / tf.keras) and not
-torch, else "pytorch". A file that does not parse exits 2 with the syntax error on stderr.
+torch, else "pytorch".
+
+`argparse` describes the script's command line when it calls `add_argument` (on any parser):
+`options` are the optional arguments reprolab can set, each `{"dest", "flag", "action": null |
+"store_true" | "store_false", "line", "value"?, "choices"?, "help"?}` (`value` the default,
+converted by `type=int/float` when it is a string; a switch defaults to its opposite);
+`positional` the positional arguments' names (a script needs their values on its command line);
+`skipped` the options reprolab cannot set (`count`, `append`, constants, `nargs` other than `?`).
+`calls_result` says whether the file calls `reprolab.result(...)` (or a `result` imported from
+reprolab). A file that does not parse exits 2 with the syntax error on stderr.
 """
 from __future__ import annotations
 
@@ -100,6 +111,100 @@ def _framework(tree):
     return "keras" if roots & {"keras", "tensorflow"} and "torch" not in roots else "pytorch"
 
 
+_TYPES = {"int": int, "float": float, "str": str}
+
+
+def _keyword(call, name):
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _argument(call):
+    """One add_argument call as {"dest", "flag", ...}, or ("positional", name), or
+    ("skipped", name) for what reprolab cannot set."""
+    names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if not names:
+        return None
+    dest_node = _keyword(call, "dest")
+    dest = dest_node.value if isinstance(dest_node, ast.Constant) else None
+    if not names[0].startswith("-"):
+        return ("positional", dest or names[0])
+    longs = [n for n in names if n.startswith("--")]
+    flag = longs[0] if longs else names[0]
+    dest = dest or flag.lstrip("-").replace("-", "_")
+    action_node = _keyword(call, "action")
+    action = action_node.value if isinstance(action_node, ast.Constant) else None
+    nargs_node = _keyword(call, "nargs")
+    nargs = nargs_node.value if isinstance(nargs_node, ast.Constant) else nargs_node
+    if action in ("help", "version"):
+        return None
+    if (action not in (None, "store", "store_true", "store_false")
+            or (action is None and action_node is not None)
+            or (nargs is not None and nargs != "?")):
+        return ("skipped", dest)
+    out = {"dest": dest, "flag": flag, "action": action if action in ("store_true", "store_false") else None,
+           "line": call.lineno}
+    default_node = _keyword(call, "default")
+    if default_node is not None:
+        value = _literal(default_node)
+        type_node = _keyword(call, "type")
+        convert = _TYPES.get(type_node.id) if isinstance(type_node, ast.Name) else None
+        if isinstance(value, str) and convert is not None:
+            try:
+                value = convert(value)
+            except ValueError:
+                value = _MISSING
+        if value is not _MISSING and value is not None:
+            out["value"] = value
+    elif out["action"]:
+        out["value"] = out["action"] == "store_false"
+    choices_node = _keyword(call, "choices")
+    if choices_node is not None:
+        choices = _literal(choices_node)
+        if isinstance(choices, (list, tuple)) and choices:
+            out["choices"] = list(choices)
+    help_node = _keyword(call, "help")
+    if isinstance(help_node, ast.Constant) and isinstance(help_node.value, str):
+        out["help"] = help_node.value
+    return out
+
+
+def _argparse(tree):
+    """The script's command line, from its add_argument calls in source order; None when none."""
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Attribute) and n.func.attr == "add_argument"]
+    if not calls:
+        return None
+    calls.sort(key=lambda c: (c.lineno, c.col_offset))
+    parsed = {"line": calls[0].lineno, "options": [], "positional": [], "skipped": []}
+    seen = set()
+    for call in calls:
+        arg = _argument(call)
+        if arg is None:
+            continue
+        if isinstance(arg, tuple):
+            parsed[arg[0]].append(arg[1])
+        elif arg["dest"] not in seen:
+            seen.add(arg["dest"])
+            parsed["options"].append(arg)
+    return parsed
+
+
+def _calls_result(tree):
+    """Whether the file calls reprolab.result(...) or a `result` it imported from reprolab."""
+    imported = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                and n.module == "reprolab" for a in n.names if a.name == "result"}
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Call):
+            continue
+        f = n.func
+        if isinstance(f, ast.Attribute) and f.attr == "result" and isinstance(f.value, ast.Name) \
+                and f.value.id == "reprolab":
+            return True
+        if isinstance(f, ast.Name) and f.id in imported:
+            return True
+    return False
+
+
 def scan(source, filename="<script>"):
     tree = ast.parse(source, filename=filename)
     functions = []
@@ -134,7 +239,8 @@ def scan(source, filename="<script>"):
         keys[node.name] = [found[k] for k in order]
         dynamic[node.name] = n_dynamic
     return {"functions": functions, "keys": keys, "dynamic": dynamic,
-            "framework": _framework(tree)}
+            "framework": _framework(tree), "argparse": _argparse(tree),
+            "calls_result": _calls_result(tree)}
 
 
 def main(argv):

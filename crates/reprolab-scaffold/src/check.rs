@@ -3,11 +3,15 @@
 use reprolab_core::Outcome;
 use reprolab_core::manifest::Subject;
 
+use crate::command_line::ENTRY_FILE;
+
 /// What to change so that the failed `outcome` passes, in the words of the contract; `None` for
 /// a training that passed.
 pub fn advice(subject: &Subject, outcome: &Outcome) -> Option<String> {
     let entry = subject.entry.spec();
     let function = entry.rsplit(':').next().unwrap_or("train").to_string();
+    // A command-line script run through the entry file init wrote: its own failures.
+    let script = entry.starts_with(&format!("{ENTRY_FILE}:"));
     Some(match outcome {
         Outcome::Ok { .. } => return None,
         Outcome::Nan { .. } => format!(
@@ -15,6 +19,18 @@ pub fn advice(subject: &Subject, outcome: &Outcome) -> Option<String> {
              divides by zero; check the loss and the learning rate in config.json"
         ),
         Outcome::Exception { kind, message, .. } => match kind.as_str() {
+            "ScriptResultMissing" => format!(
+                "the script must report its metric: `import reprolab`, then once after training \
+                 `reprolab.result(search=VALIDATION_METRIC, holdout=TEST_METRIC)` ({message})"
+            ),
+            "ScriptExit" => format!(
+                "{message}. Correct OPTIONS in {ENTRY_FILE} (or the value in config.json), and \
+                 give the script's positional arguments in ARGS there"
+            ),
+            "ReprolabContractError" if script => format!(
+                "{message} (the entry is {ENTRY_FILE}; the script's metric comes from \
+                 reprolab.result(search=..., holdout=...))"
+            ),
             // reprolab's own check of the returned value; its message, shown above, names what
             // is wrong.
             "ReprolabContractError" => format!(
@@ -73,6 +89,7 @@ mod tests {
             keys: Vec::new(),
             dynamic: 0,
             framework: "pytorch".into(),
+            script: None,
         };
         crate::write(dir.path(), &crate::scaffold("s", &entry), false).unwrap();
         Subject::load(dir.path()).unwrap()
@@ -112,6 +129,24 @@ mod tests {
         )
         .unwrap();
         assert!(holdout.contains("\"holdout\""), "{holdout}");
+        let silent = advice(
+            &s,
+            &exception("ScriptResultMissing", "main.py finished without calling"),
+        )
+        .unwrap();
+        assert!(silent.contains("reprolab.result(search="), "{silent}");
+        let rejected = advice(
+            &s,
+            &exception(
+                "ScriptExit",
+                "main.py exited with status 2 when run with: --x 1",
+            ),
+        )
+        .unwrap();
+        assert!(
+            rejected.starts_with("main.py exited with status 2") && rejected.contains("OPTIONS"),
+            "{rejected}"
+        );
         assert!(
             advice(&s, &Outcome::Timeout { limit_s: 1.0 })
                 .unwrap()

@@ -41,9 +41,19 @@ pub enum ScaffoldError {
         #[source]
         source: std::io::Error,
     },
-    /// `--entry` is not `FILE.py:FUNCTION`.
-    #[error("--entry {spec:?}: expected FILE.py:FUNCTION, like train.py:train")]
+    /// `--entry` is not `FILE.py:FUNCTION` nor `FILE.py`.
+    #[error(
+        "--entry {spec:?}: expected FILE.py:FUNCTION (a function taking (config, seed)), like \
+         train.py:train, or FILE.py (a command-line script), like main.py"
+    )]
     EntrySpec { spec: String },
+    /// `--entry FILE.py` names a script that declares no command line.
+    #[error(
+        "--entry {spec:?}: the script declares no option with argparse (add_argument), so \
+         reprolab cannot pass it a config; name a function instead, --entry {spec}:FUNCTION, \
+         where {CONTRACT}"
+    )]
+    NoCommandLine { spec: String },
     /// `--entry` names a file that is not a Python file of the directory.
     #[error("--entry {spec:?}: {} is not a Python file in {}", .path.display(), .dir.display())]
     EntryFile {
@@ -81,8 +91,9 @@ pub enum ScaffoldError {
     /// No top-level function takes `(config, seed)`.
     #[error(
         "{}: no function to call: {CONTRACT}. Found no top-level function taking \
-         (config, seed); top-level functions: {found}. Wrap the training in such a function, \
-         or name one with --entry FILE.py:FUNCTION",
+         (config, seed) and no script declaring options with argparse; top-level functions: \
+         {found}. Wrap the training in such a function, or name one with --entry \
+         FILE.py:FUNCTION",
         .dir.display()
     )]
     NoCandidate { dir: PathBuf, found: String },
@@ -95,6 +106,15 @@ pub enum ScaffoldError {
         .specs[0]
     )]
     Several { dir: PathBuf, specs: Vec<String> },
+    /// No `(config, seed)` function, and several scripts declare a command line.
+    #[error(
+        "{}: no function takes (config, seed), and several scripts declare a command line: {}; \
+         name the one to run with --entry, e.g. --entry {}",
+        .dir.display(),
+        .files.join(", "),
+        .files[0]
+    )]
+    SeveralCommandLines { dir: PathBuf, files: Vec<String> },
     /// A scaffold file could not be written.
     #[error("writing {}", .path.display())]
     Write {
@@ -118,6 +138,7 @@ impl ScaffoldError {
         matches!(
             self,
             Self::EntrySpec { .. }
+                | Self::NoCommandLine { .. }
                 | Self::EntryFile { .. }
                 | Self::EntryMissing { .. }
                 | Self::EntryParameters { .. }

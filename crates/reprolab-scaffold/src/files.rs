@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::ScaffoldError;
+use crate::command_line::{self, ENTRY_FILE};
 use crate::scan::Entry;
 use crate::space;
 
@@ -14,6 +15,8 @@ pub struct Scaffold {
     pub manifest: String,
     pub config: String,
     pub readme: String,
+    /// `reprolab_entry.py`, for a command-line script.
+    pub entry_file: Option<String>,
     /// Keys read without a literal value: left out of config.json and [space].
     pub unvalued: Vec<String>,
     /// Keys given the study's values and fault type.
@@ -54,7 +57,7 @@ pub fn scaffold(name: &str, entry: &Entry) -> Scaffold {
         let proposed = key
             .value
             .as_ref()
-            .and_then(|v| Some((v, space::entry(&key.key, v)?)));
+            .and_then(|v| Some((v, space::entry(&key.key, v, key.choices.as_deref())?)));
         let Some((value, e)) = proposed else {
             unvalued.push(key.key.clone());
             continue;
@@ -78,7 +81,7 @@ name = "unknown"                   # what {file} trains on
 description = ""
 
 [entry]
-callable = "{spec}"                # {function}(config, seed) -> {{"search": ..., "holdout": ...}}
+callable = "{spec}"                # {calls}
 
 [metric]
 # accuracy/max by default; for a loss or an error use e.g. name = "mae", goal = "min"
@@ -100,26 +103,50 @@ output_mb = 16
         file = entry.file,
         framework = entry.framework,
         spec = entry.spec(),
-        function = entry.function,
+        calls = match entry.script {
+            Some(_) => format!(
+                "runs {} with config.json as its options; reprolab.result(...) is the metric",
+                entry.file
+            ),
+            None => format!(
+                "{}(config, seed) -> {{\"search\": ..., \"holdout\": ...}}",
+                entry.function
+            ),
+        },
         space = space_lines.join("\n"),
     );
     let config =
         serde_json::to_string_pretty(&Value::Object(config)).expect("JSON values serialize") + "\n";
+    let called = match entry.script {
+        Some(_) => format!(
+            "`{spec}` runs `{file}` with the options config.json sets; `{file}` reports the \
+             metric on the search and holdout splits with `reprolab.result(...)`",
+            spec = entry.spec(),
+            file = entry.file
+        ),
+        None => format!(
+            "`{}`, called as `{}(config, seed)`; it returns the metric on the search and \
+             holdout splits",
+            entry.spec(),
+            entry.function
+        ),
+    };
     let readme = format!(
         "# {name}\n\nA reprolab subject made by `reprolab init` from `{file}`.\n\n\
-         - Entry: `{spec}`, called as `{function}(config, seed)`; it returns the metric on the \
-         search and holdout splits.\n\
+         - Entry: {called}.\n\
          - Data: TODO: what it trains on, and how it splits search and holdout.\n\
          - Config: `config.json`, searched within `[space]` of `reprolab.toml`.\n\n\
          Measure it with `reprolab eval . --runs 10`.\n",
         file = entry.file,
-        spec = entry.spec(),
-        function = entry.function,
     );
     Scaffold {
         manifest,
         config,
         readme,
+        entry_file: entry
+            .script
+            .as_ref()
+            .map(|s| command_line::entry_file(&entry.file, s)),
         unvalued,
         known,
     }
@@ -137,11 +164,14 @@ pub fn write(dir: &Path, s: &Scaffold, force: bool) -> Result<Written, ScaffoldE
         written: Vec::new(),
         kept: Vec::new(),
     };
-    for (file, text) in [
-        ("reprolab.toml", &s.manifest),
-        ("config.json", &s.config),
-        ("README.md", &s.readme),
-    ] {
+    let files = [
+        ("reprolab.toml", Some(&s.manifest)),
+        ("config.json", Some(&s.config)),
+        ("README.md", Some(&s.readme)),
+        (ENTRY_FILE, s.entry_file.as_ref()),
+    ];
+    for (file, text) in files {
+        let Some(text) = text else { continue };
         let path = dir.join(file);
         if path.exists() && !force {
             out.kept.push(path);
@@ -165,6 +195,7 @@ mod tests {
         Key {
             key: name.into(),
             value,
+            choices: None,
         }
     }
 
@@ -187,6 +218,7 @@ mod tests {
             ],
             dynamic: 0,
             framework: "keras".into(),
+            script: None,
         };
         let s = scaffold("my-model", &entry);
         assert_eq!(s.unvalued, ["data_dir"]);

@@ -1,11 +1,13 @@
 //! Scaffolding a subject from an existing training script, as `reprolab init` does it: scan the
 //! scripts with `python -m reprolab.scaffold` ([`scan`]), choose the `(config, seed)` callable
-//! ([`scan::choose`]), propose a `[space]` entry per config key ([`space`]), write
-//! `reprolab.toml`, `config.json` and `README.md` ([`files`]), and turn a failed first training
-//! into what to change ([`check::advice`]). The binary only wires the flags, runs the check
-//! training and prints.
+//! or, failing one, a command-line script ([`scan::choose`], [`command_line`]), propose a
+//! `[space]` entry per config key ([`space`]), write `reprolab.toml`, `config.json`, `README.md`
+//! and for a script `reprolab_entry.py` ([`files`]), and turn a failed first training into what
+//! to change ([`check::advice`]). The binary only wires the flags, runs the check training and
+//! prints.
 
 pub mod check;
+pub mod command_line;
 mod error;
 pub mod files;
 pub mod scan;
@@ -55,11 +57,56 @@ pub fn notes(entry: &Entry, scaffold: &Scaffold, written: &Written) -> Vec<Strin
             scaffold.unvalued.join(", ")
         ));
     }
+    if let Some(script) = &entry.script {
+        notes.extend(command_line_notes(&entry.file, script));
+    }
     if entry.dynamic > 0 {
         notes.push(format!(
             "{} config reads with a computed key (like config[f\"act{{i}}\"]): add those keys \
              to config.json and [space] by hand",
             entry.dynamic
+        ));
+    }
+    notes
+}
+
+/// What `init` says of a command-line script: the options it leaves alone and the line the
+/// script still needs.
+fn command_line_notes(file: &str, script: &command_line::ScriptEntry) -> Vec<String> {
+    let mut notes = vec![format!(
+        "{file} declares a command line and no train(config, seed): {} runs it with the options \
+         config.json sets{}",
+        command_line::ENTRY_FILE,
+        script
+            .seed_option
+            .as_deref()
+            .map_or_else(String::new, |s| format!(" and the seed as {s}"))
+    )];
+    if !script.defaulted.is_empty() {
+        notes.push(format!(
+            "options left at {file}'s defaults (settings, or no literal default; add a key to \
+             config.json and [space] to set one): {}",
+            script.defaulted.join(", ")
+        ));
+    }
+    if !script.positional.is_empty() {
+        notes.push(format!(
+            "positional arguments, which {file} needs on its command line: put their values \
+             into ARGS of {}: {}",
+            command_line::ENTRY_FILE,
+            script.positional.join(", ")
+        ));
+    }
+    if !script.skipped.is_empty() {
+        notes.push(format!(
+            "options reprolab cannot set (count, append, several values): {}",
+            script.skipped.join(", ")
+        ));
+    }
+    if !script.calls_result {
+        notes.push(format!(
+            "{file} must report its metric: add `import reprolab` and, after training, \
+             `reprolab.result(search=VALIDATION_METRIC, holdout=TEST_METRIC)`"
         ));
     }
     notes
@@ -80,14 +127,17 @@ mod tests {
                 Key {
                     key: "lr".into(),
                     value: Some(json!(0.1)),
+                    choices: None,
                 },
                 Key {
                     key: "data".into(),
                     value: None,
+                    choices: None,
                 },
             ],
             dynamic: 2,
             framework: "pytorch".into(),
+            script: None,
         };
         let s = scaffold("x", &entry);
         let wrote = Written {

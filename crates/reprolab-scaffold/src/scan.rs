@@ -8,6 +8,7 @@ use reprolab_exec::PythonEnv;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::command_line::{self, ENTRY_FILE, ScriptEntry};
 use crate::error::ScaffoldError;
 
 type Result<T> = std::result::Result<T, ScaffoldError>;
@@ -29,6 +30,42 @@ pub struct Key {
     /// The literal the script gives it (a `.get` default or a dict literal), if any.
     #[serde(default)]
     pub value: Option<Value>,
+    /// The only values the script accepts (argparse's `choices`), when it says.
+    #[serde(default)]
+    pub choices: Option<Vec<Value>>,
+}
+
+/// One optional argument of the script's command line (an argparse `add_argument`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct CliOption {
+    /// The attribute argparse stores it in (`batch_size`): the config key.
+    pub dest: String,
+    /// The option that sets it (`--batch-size`).
+    pub flag: String,
+    /// `store_true` / `store_false` for a switch, `None` for an option taking a value.
+    #[serde(default)]
+    pub action: Option<String>,
+    pub line: u32,
+    /// The default (a switch defaults to its opposite), when a literal.
+    #[serde(default)]
+    pub value: Option<Value>,
+    /// `choices=[...]`, when a literal.
+    #[serde(default)]
+    pub choices: Option<Vec<Value>>,
+    #[serde(default)]
+    pub help: Option<String>,
+}
+
+/// The script's command line, as its `add_argument` calls declare it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CommandLine {
+    /// The first `add_argument` call's line.
+    pub line: u32,
+    pub options: Vec<CliOption>,
+    /// Positional arguments: values the script needs on every command line.
+    pub positional: Vec<String>,
+    /// Options reprolab cannot set (`count`, `append`, constants, several values).
+    pub skipped: Vec<String>,
 }
 
 /// One script's scan.
@@ -42,6 +79,12 @@ pub struct Script {
     /// "keras" for a program that imports keras (and not torch), else "pytorch".
     #[serde(default = "pytorch")]
     pub framework: String,
+    /// Its command line, when it declares one with argparse.
+    #[serde(default)]
+    pub argparse: Option<CommandLine>,
+    /// It calls `reprolab.result(...)`.
+    #[serde(default)]
+    pub calls_result: bool,
 }
 
 fn pytorch() -> String {
@@ -57,11 +100,18 @@ pub struct Entry {
     pub dynamic: usize,
     /// The framework its file imports ("pytorch" or "keras").
     pub framework: String,
+    /// For a command-line script (no `train(config, seed)`), how `reprolab_entry.py` runs it;
+    /// `file` is then the script and `function` `train` of the entry file.
+    pub script: Option<ScriptEntry>,
 }
 
 impl Entry {
+    /// The manifest's `callable`.
     pub fn spec(&self) -> String {
-        format!("{}:{}", self.file, self.function)
+        match self.script {
+            Some(_) => format!("{ENTRY_FILE}:{}", self.function),
+            None => format!("{}:{}", self.file, self.function),
+        }
     }
 }
 
@@ -116,14 +166,31 @@ fn entry_of(file: String, script: &mut Script, function: &str) -> Entry {
         keys: script.keys.remove(function).unwrap_or_default(),
         dynamic: script.dynamic.get(function).copied().unwrap_or(0),
         framework: script.framework.clone(),
+        script: None,
     }
+}
+
+/// The entry that runs `file`, a script declaring a command line, as `train(config, seed)`.
+fn command_line_entry(file: String, script: &Script) -> Option<Entry> {
+    let line = script.argparse.as_ref().filter(|l| !l.options.is_empty())?;
+    let (script_entry, keys) = command_line::plan(line, script.calls_result);
+    Some(Entry {
+        file,
+        function: "train".into(),
+        keys,
+        dynamic: 0,
+        framework: script.framework.clone(),
+        script: Some(script_entry),
+    })
 }
 
 /// The entry `--entry FILE.py:FUNCTION` names: the file must be in `dir` and define the
 /// function with at least two parameters.
 fn named(env: &PythonEnv, dir: &Path, spec: &str) -> Result<Entry> {
-    let Some((file, function)) = spec.rsplit_once(':') else {
-        return Err(ScaffoldError::EntrySpec { spec: spec.into() });
+    let (file, function) = match spec.rsplit_once(':') {
+        Some((file, function)) => (file, Some(function)),
+        None if spec.ends_with(".py") => (spec, None),
+        None => return Err(ScaffoldError::EntrySpec { spec: spec.into() }),
     };
     let path = dir.join(file);
     if !file.ends_with(".py") || !path.is_file() {
@@ -134,6 +201,10 @@ fn named(env: &PythonEnv, dir: &Path, spec: &str) -> Result<Entry> {
         });
     }
     let mut script = scan(env, &path)?;
+    let Some(function) = function else {
+        return command_line_entry(file.to_string(), &script)
+            .ok_or_else(|| ScaffoldError::NoCommandLine { spec: spec.into() });
+    };
     let Some(f) = script.functions.iter().find(|f| f.name == function) else {
         let found: Vec<String> = script.functions.iter().map(describe).collect();
         return Err(ScaffoldError::EntryMissing {
@@ -170,13 +241,15 @@ fn list_or_none(items: &[String]) -> String {
 }
 
 /// The entry: the one `--entry` names, else the only `(config, seed)` candidate among the
-/// top-level functions of `dir`'s scripts; none or several is an error that says the contract
-/// and what was found.
+/// top-level functions of `dir`'s scripts, else the only script that declares a command line
+/// (argparse); none or several is an error that says the contract and what was found.
+/// `reprolab_entry.py`, which an earlier `init` wrote, is not a candidate.
 pub fn choose(env: &PythonEnv, dir: &Path, spec: Option<&str>) -> Result<Entry> {
     if let Some(spec) = spec {
         return named(env, dir, spec);
     }
-    let files = python_files(dir)?;
+    let mut files = python_files(dir)?;
+    files.retain(|p| file_name(p) != ENTRY_FILE);
     if files.is_empty() {
         return Err(ScaffoldError::NoScript {
             dir: dir.to_path_buf(),
@@ -203,6 +276,20 @@ pub fn choose(env: &PythonEnv, dir: &Path, spec: Option<&str>) -> Result<Entry> 
             Ok(entry_of(file.clone(), script, &function))
         }
         [] => {
+            let mut scripts_with_cli: Vec<Entry> = scripts
+                .iter()
+                .filter_map(|(file, s)| command_line_entry(file.clone(), s))
+                .collect();
+            match scripts_with_cli.len() {
+                1 => return Ok(scripts_with_cli.remove(0)),
+                0 => {}
+                _ => {
+                    return Err(ScaffoldError::SeveralCommandLines {
+                        dir: dir.to_path_buf(),
+                        files: scripts_with_cli.into_iter().map(|e| e.file).collect(),
+                    });
+                }
+            }
             let found: Vec<String> = scripts
                 .iter()
                 .flat_map(|(file, s)| {

@@ -74,10 +74,14 @@ pub struct Entry {
     pub known: bool,
 }
 
-/// The space entry for `name` whose current value is `value`; `None` when the value cannot be
-/// written in TOML (null).
-pub fn entry(name: &str, value: &Value) -> Option<Entry> {
+/// The space entry for `name` whose current value is `value`, among the script's `choices` when
+/// it accepts only those (argparse's `choices`); `None` when the value cannot be written in TOML
+/// (null).
+pub fn entry(name: &str, value: &Value, choices: Option<&[Value]>) -> Option<Entry> {
     let current = toml_value(value)?;
+    if let Some(choices) = choices.filter(|c| c.contains(value)) {
+        return among_choices(name, choices);
+    }
     let fallback = || Entry {
         toml: format!("{{ type = \"choice\", values = [{current}] }}"),
         known: false,
@@ -147,6 +151,31 @@ pub fn entry(name: &str, value: &Value) -> Option<Entry> {
     })
 }
 
+/// A choice of the values the script accepts, with the study's fault type when the name is one
+/// of its hyperparameters.
+fn among_choices(name: &str, choices: &[Value]) -> Option<Entry> {
+    let values: Option<Vec<String>> = choices.iter().map(toml_value).collect();
+    let values = values?.join(", ");
+    let Some((kind, layer)) = known(name) else {
+        return Some(Entry {
+            toml: format!("{{ type = \"choice\", values = [{values}] }}"),
+            known: false,
+        });
+    };
+    let fault = match kind {
+        Known::LearningRate => "HLR",
+        Known::BatchSize => "HBS",
+        Known::Epochs => "HNE",
+        Known::Units => "LCN",
+        Known::Choice { fault, .. } => fault,
+    };
+    let layer = layer.map_or(String::new(), |l| format!(", layer = {l}"));
+    Some(Entry {
+        toml: format!("{{ type = \"choice\", values = [{values}], fault = \"{fault}\"{layer} }}"),
+        known: true,
+    })
+}
+
 /// A float as TOML writes it (always with a `.` or an exponent, so it stays a float).
 fn float(v: f64) -> String {
     let s = format!("{v:?}");
@@ -188,30 +217,35 @@ mod tests {
 
     #[test]
     fn the_study_s_hyperparameters_get_its_values_holding_the_script_s() {
-        let lr = entry("learning_rate", &json!(0.05)).unwrap();
+        let lr = entry("learning_rate", &json!(0.05), None).unwrap();
         assert!(lr.known);
         assert_eq!(
             lr.toml,
             "{ type = \"log-float\", low = 1e-6, high = 10.0, fault = \"HLR\" }"
         );
-        let bs = entry("batch_size", &json!(100)).unwrap();
+        let bs = entry("batch_size", &json!(100), None).unwrap();
         assert!(
             bs.toml.contains("[16, 32, 64, 100, 128, 256, 512]"),
             "{}",
             bs.toml
         );
-        let act = entry("act1", &json!("gelu")).unwrap();
+        let act = entry("act1", &json!("gelu"), None).unwrap();
         assert!(
             act.toml
                 .ends_with("\"linear\", \"gelu\"], fault = \"ACH\", layer = 1 }")
         );
-        let epochs = entry("epochs", &json!(5)).unwrap();
+        let epochs = entry("epochs", &json!(5), None).unwrap();
         assert_eq!(
             epochs.toml,
             "{ type = \"int\", low = 1, high = 20, fault = \"HNE\" }"
         );
         // Not layer-specific: no layer even with digits.
-        assert!(!entry("lr2", &json!(0.1)).unwrap().toml.contains("layer"));
+        assert!(
+            !entry("lr2", &json!(0.1), None)
+                .unwrap()
+                .toml
+                .contains("layer")
+        );
         // Each choice hyperparameter by one of its other names.
         for (name, fault) in [
             ("optim", "OCH"),
@@ -220,7 +254,7 @@ mod tests {
             ("weight_init", "WCI"),
             ("bias_initializer", "BCI"),
         ] {
-            let e = entry(name, &json!("x")).unwrap();
+            let e = entry(name, &json!("x"), None).unwrap();
             assert!(
                 e.known && e.toml.contains(&format!("fault = \"{fault}\"")),
                 "{name}"
@@ -230,11 +264,27 @@ mod tests {
 
     #[test]
     fn other_keys_and_mistyped_known_ones_get_their_value_alone() {
-        let e = entry("dropout", &json!(0.5)).unwrap();
+        let e = entry("dropout", &json!(0.5), None).unwrap();
         assert!(!e.known);
         assert_eq!(e.toml, "{ type = \"choice\", values = [0.5] }");
-        assert!(!entry("optimizer", &json!(3)).unwrap().known);
-        assert!(entry("x", &json!(null)).is_none());
+        assert!(!entry("optimizer", &json!(3), None).unwrap().known);
+        assert!(entry("x", &json!(null), None).is_none());
+    }
+
+    #[test]
+    fn a_script_s_choices_bound_the_values() {
+        let choices = [json!("adadelta"), json!("sgd")];
+        let opt = entry("optimizer", &json!("sgd"), Some(&choices)).unwrap();
+        assert!(opt.known);
+        assert_eq!(
+            opt.toml,
+            "{ type = \"choice\", values = [\"adadelta\", \"sgd\"], fault = \"OCH\" }"
+        );
+        let arch = entry("arch", &json!("b"), Some(&[json!("a"), json!("b")])).unwrap();
+        assert_eq!(arch.toml, "{ type = \"choice\", values = [\"a\", \"b\"] }");
+        // A default outside its choices: the choices cannot hold the current config.
+        let odd = entry("optimizer", &json!("adam"), Some(&choices)).unwrap();
+        assert!(odd.toml.contains("\"adam\""), "{}", odd.toml);
     }
 
     #[test]

@@ -87,10 +87,13 @@ it when the script has none or several), and write reprolab.toml (name from the 
 framework pytorch, metric accuracy/max, limits, a search space with the study's values for the \
 hyperparameters it knows: lr, batch_size, epochs, optimizer, activation, loss, ...), config.json \
 (the literal values the script reads from its config: config.get(\"lr\", 0.01) or a dict literal) \
-and a README.md stub. Existing files are kept (and listed) unless --force. Then one training \
-checks the contract and, when it fails, says what to change. Exits 0 when the training passes, 1 \
-when it fails.",
-        after_help = "Examples:\n  reprolab init my-model\n  reprolab init my-model --entry main.py:fit\n  reprolab eval my-model --runs 10"
+and a README.md stub. A command-line script without such a function (argparse, like PyTorch's \
+examples) works as it is: config.json gets its options' defaults (settings such as --log-interval \
+or --no-cuda keep theirs), reprolab_entry.py runs it with those options and the seed, and the \
+script reports its metric with one added line, reprolab.result(search=..., holdout=...). \
+Existing files are kept (and listed) unless --force. Then one training checks the contract and, \
+when it fails, says what to change. Exits 0 when the training passes, 1 when it fails.",
+        after_help = "Examples:\n  reprolab init my-model\n  reprolab init my-model --entry main.py:fit\n  reprolab init mnist --entry main.py      # an argparse script\n  reprolab eval my-model --runs 10"
     )]
     Init(InitArgs),
     /// Train a subject N times (distinct seeds) and summarise its metric.
@@ -571,11 +574,12 @@ pub struct InitArgs {
     /// The directory holding the training script; it becomes the subject.
     #[arg(default_value = ".")]
     pub dir: PathBuf,
-    /// The function reprolab calls, FILE.py:FUNCTION (relative to DIR). Default: the one
-    /// top-level function taking (config, seed) in DIR's .py files.
-    #[arg(long, value_name = "FILE.py:FUNCTION")]
+    /// The function reprolab calls, FILE.py:FUNCTION (relative to DIR), or FILE.py, a
+    /// command-line script to run with its options. Default: the one top-level function taking
+    /// (config, seed) in DIR's .py files, else the one script declaring argparse options.
+    #[arg(long, value_name = "FILE.py[:FUNCTION]")]
     pub entry: Option<String>,
-    /// Overwrite reprolab.toml, config.json and README.md when they exist.
+    /// Overwrite reprolab.toml, config.json, README.md (and reprolab_entry.py) when they exist.
     #[arg(long)]
     pub force: bool,
 }

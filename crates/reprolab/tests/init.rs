@@ -45,9 +45,14 @@ if __name__ == "__main__":
 "#;
 
 fn script_dir(root: &Path, script: &str) -> std::path::PathBuf {
-    let dir = root.join("my-model");
+    subject_dir(root, "my-model", "train.py", script)
+}
+
+/// A directory `name` in `root` holding one script.
+fn subject_dir(root: &Path, name: &str, file: &str, script: &str) -> std::path::PathBuf {
+    let dir = root.join(name);
     std::fs::create_dir(&dir).unwrap();
-    std::fs::write(dir.join("train.py"), script).unwrap();
+    std::fs::write(dir.join(file), script).unwrap();
     dir
 }
 
@@ -132,4 +137,170 @@ fn a_result_without_holdout_fails_the_check_with_what_to_change() {
     assert!(stdout.contains("no 'holdout' key"), "{stdout}");
     assert!(stdout.contains("to change:"), "{stdout}");
     assert!(stdout.contains("Traceback"), "{stdout}");
+}
+
+/// A command-line script in the style of PyTorch's examples (argparse options, `main()`), with
+/// the one line reprolab needs: `reprolab.result(...)`.
+const CLI_SCRIPT: &str = r#"
+import argparse
+
+import torch
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+
+import reprolab
+
+
+def accuracy(model, x, y):
+    with torch.no_grad():
+        return float((model(x).argmax(1) == y).float().mean())
+
+
+def main():
+    parser = argparse.ArgumentParser(description="digits MLP")
+    parser.add_argument("--batch-size", type=int, default=64, help="input batch size")
+    parser.add_argument("--epochs", type=int, default=3, help="number of epochs")
+    parser.add_argument("--lr", type=float, default=0.01, help="learning rate")
+    parser.add_argument("--optimizer", default="adam", choices=["adam", "sgd"])
+    parser.add_argument("--no-cuda", action="store_true", default=False)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--log-interval", type=int, default=10)
+    args = parser.parse_args()
+    torch.manual_seed(args.seed)
+    x, y = load_digits(return_X_y=True)
+    x = torch.tensor(x / 16.0, dtype=torch.float32)
+    y = torch.tensor(y)
+    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=0.3, random_state=0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
+    make = torch.optim.Adam if args.optimizer == "adam" else torch.optim.SGD
+    opt = make(model.parameters(), lr=args.lr)
+    for epoch in range(args.epochs):
+        for i in range(0, len(x_tr), args.batch_size):
+            xb, yb = x_tr[i:i + args.batch_size], y_tr[i:i + args.batch_size]
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xb), yb).backward()
+            opt.step()
+    half = len(x_te) // 2
+    reprolab.result(search=accuracy(model, x_te[:half], y_te[:half]),
+                    holdout=accuracy(model, x_te[half:], y_te[half:]))
+
+
+if __name__ == "__main__":
+    main()
+"#;
+
+fn cli_dir(root: &Path, script: &str) -> std::path::PathBuf {
+    subject_dir(root, "mnist-like", "main.py", script)
+}
+
+#[test]
+fn an_argparse_script_becomes_a_subject_with_one_added_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = cli_dir(tmp.path(), CLI_SCRIPT);
+    let out = run(reprolab(tmp.path()).arg("init").arg(&dir));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("entry reprolab_entry.py:train"), "{stdout}");
+    assert!(
+        stdout.contains("main.py declares a command line") && stdout.contains("seed as --seed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("options left at main.py's defaults") && stdout.contains("log_interval"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("check: one training (seed 0) passed"),
+        "{stdout}"
+    );
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+    assert_eq!(
+        config,
+        serde_json::json!({"batch_size": 64, "epochs": 3, "lr": 0.01, "optimizer": "adam"})
+    );
+    let manifest = std::fs::read_to_string(dir.join("reprolab.toml")).unwrap();
+    assert!(
+        manifest.contains("callable = \"reprolab_entry.py:train\""),
+        "{manifest}"
+    );
+    // The script's choices bound the optimizer, with the study's fault type.
+    assert!(
+        manifest.contains(
+            "\"optimizer\" = { type = \"choice\", values = [\"adam\", \"sgd\"], fault = \"OCH\" }"
+        ),
+        "{manifest}"
+    );
+    let entry = std::fs::read_to_string(dir.join("reprolab_entry.py")).unwrap();
+    assert!(
+        entry.contains("\"batch_size\": \"--batch-size\","),
+        "{entry}"
+    );
+
+    // The options reach the script: a learning rate too small to learn anything in three
+    // epochs leaves the accuracy near chance, where the default reaches far above it.
+    let measure = |dir: &Path| -> f64 {
+        let out = run(reprolab(tmp.path())
+            .args(["eval", "--runs", "1", "--json"])
+            .arg(dir));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["summary"]["holdout"]["mean"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{v}"))
+    };
+    let trained = measure(&dir);
+    std::fs::write(
+        dir.join("config.json"),
+        r#"{"batch_size": 64, "epochs": 3, "lr": 1e-06, "optimizer": "sgd"}"#,
+    )
+    .unwrap();
+    let untrained = measure(&dir);
+    assert!(trained > 0.8 && untrained < 0.3, "{trained} {untrained}");
+}
+
+#[test]
+fn an_argparse_script_without_its_result_line_is_told_what_to_add() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = CLI_SCRIPT
+        .replace("    reprolab.result(", "    print(dict(")
+        .replace(
+            "holdout=accuracy(model, x_te[half:], y_te[half:]))",
+            "holdout=accuracy(model, x_te[half:], y_te[half:])))",
+        );
+    let dir = cli_dir(tmp.path(), &script);
+    let out = run(reprolab(tmp.path()).arg("init").arg(&dir));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("main.py must report its metric"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("to change: the script must report its metric"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("ScriptResultMissing"), "{stdout}");
+}
+
+#[test]
+fn entry_naming_a_script_without_options_is_explained() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = cli_dir(tmp.path(), "print('training')\n");
+    let out = run(reprolab(tmp.path())
+        .args(["init", "--entry", "main.py"])
+        .arg(&dir));
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("declares no option with argparse"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--entry main.py:FUNCTION"), "{stderr}");
+    assert!(!dir.join("reprolab.toml").exists());
 }

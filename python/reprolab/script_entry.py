@@ -1,0 +1,110 @@
+"""Run a command-line training script (argparse) as reprolab's `train(config, seed)`.
+
+`reprolab init` writes this entry for a script that has no `train(config, seed)`:
+
+    from reprolab.script_entry import run_script_as_train
+
+    SCRIPT = "main.py"
+    OPTIONS = {"lr": "--lr", "batch_size": "--batch-size", "amp": ("--amp", "store_true")}
+    ARGS = []                  # passed first, unchanged: positional arguments, fixed options
+    SEED_OPTION = "--seed"     # None when the script takes no seed
+
+    def train(config, seed):
+        return run_script_as_train(__file__, SCRIPT, OPTIONS, config, seed, ARGS, SEED_OPTION)
+
+Each config key reaches the script as the option OPTIONS names: `--lr 0.01`; a switch
+(`store_true` / `store_false`) is passed alone when the config value asks for it; a list is
+passed as several values (`nargs`). The script then runs as `python main.py ARGS ... --seed N`
+would, but in the warm worker (no new process, torch already imported): as `__main__`, with that
+`sys.argv`, after `reprolab.seed_everything(seed)`. Its metric is what it passes to
+`reprolab.result(search=..., holdout=...)`; a script that ends without calling it raises
+`ScriptResultMissing`, one that exits with a failure status (argparse rejecting an option)
+`ScriptExit`.
+"""
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+import reprolab
+
+SWITCHES = ("store_true", "store_false")
+
+
+def script_argv(script_path, options, config, seed, args=(), seed_option=None):
+    """The command line the script sees: `[script, *args, options from config..., seed]`."""
+    argv = [script_path, *map(str, args)]
+    unknown = [k for k in config if k not in options]
+    if unknown:
+        raise reprolab.ReprolabContractError(
+            f"config keys without an option in OPTIONS: {', '.join(map(repr, unknown))}; add "
+            f"each to OPTIONS of the entry file, e.g. {unknown[0]!r}: "
+            f"'--{str(unknown[0]).replace('_', '-')}'")
+    for key, value in config.items():
+        option = options[key]
+        flag, action = (option, None) if isinstance(option, str) else tuple(option)
+        if action in SWITCHES:
+            if bool(value) == (action == "store_true"):
+                argv.append(flag)
+        elif action is not None:
+            raise reprolab.ReprolabContractError(
+                f"OPTIONS[{key!r}]: unknown action {action!r}; expected a plain option "
+                f"('{flag}') or ('{flag}', 'store_true' | 'store_false')")
+        elif isinstance(value, (list, tuple)):
+            argv += [flag, *map(str, value)]
+        else:
+            argv += [flag, str(value)]
+    if seed_option:
+        argv += [seed_option, str(seed)]
+    return argv
+
+
+class _Tail:
+    """The script's stderr, passed through, its end kept: what argparse says before exit 2."""
+
+    KEEP = 2000
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._tail = ""
+
+    def write(self, text):
+        self._tail = (self._tail + text)[-self.KEEP:]
+        return self._stream.write(text)
+
+    def last_line(self):
+        lines = [line.strip() for line in self._tail.splitlines() if line.strip()]
+        return lines[-1] if lines else ""
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def run_script_as_train(entry_file, script, options, config, seed, args=(), seed_option=None):
+    """Run `script` (relative to `entry_file`'s directory) with the options `config` sets and
+    return its `reprolab.result(...)` as a train() result."""
+    path = os.path.join(os.path.dirname(os.path.abspath(entry_file)), script)
+    argv = script_argv(path, options, config, seed, args, seed_option)
+    reprolab.seed_everything(seed)
+    saved_argv, saved_stderr = sys.argv, sys.stderr
+    results = reprolab._script_results = []
+    sys.argv = argv
+    sys.stderr = stderr = _Tail(saved_stderr)
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            said = stderr.last_line()
+            raise reprolab.ScriptExit(
+                f"{script} exited with status {e.code}"
+                + (f" ({said})" if said else "")
+                + f" when run with: {' '.join(argv[1:])}") from None
+    finally:
+        sys.argv, sys.stderr = saved_argv, saved_stderr
+        reprolab._script_results = None
+    if not results:
+        raise reprolab.ScriptResultMissing(
+            f"{script} finished without calling reprolab.result(search=..., holdout=...): "
+            "call it once after training with the metric on the validation and the test split")
+    return results[-1]
