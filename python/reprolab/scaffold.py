@@ -8,7 +8,7 @@ prints one JSON object:
      "keys": {"FUNCTION": [{"key", "line", "value"?, "source": "get" | "literal"}]},
      "dynamic": {"FUNCTION": int}, "framework": "pytorch" | "keras",
      "argparse": {"line", "options": [...], "positional": [...], "skipped": [...]} | null,
-     "calls_result": bool}
+     "constants": [{"name", "line", "value"}], "calls_result": bool}
 
 `functions` are the top-level functions; `candidate` marks those whose first two parameters
 read like the subject contract `train(config, seed)` (a config-like name, then a seed-like name).
@@ -27,7 +27,9 @@ torch, else "pytorch".
 converted by `type=int/float` when it is a string; a switch defaults to its opposite);
 `positional` the positional arguments' names (a script needs their values on its command line);
 `skipped` the options reprolab cannot set (`count`, `append`, constants, `nargs` other than `?`).
-`calls_result` says whether the file calls `reprolab.result(...)` (or a `result` imported from
+`constants` are the top-level assignments of an upper-case name to a literal (`LR = 0.01`,
+`BATCH_SIZE: int = 64`), what a script without functions or options sets its hyperparameters
+with. `calls_result` says whether the file calls `reprolab.result(...)` (or a `result` imported from
 reprolab). A file that does not parse exits 2 with the syntax error on stderr.
 """
 from __future__ import annotations
@@ -189,6 +191,26 @@ def _argparse(tree):
     return parsed
 
 
+def _constants(tree):
+    """Top-level `NAME = literal` (and annotated) assignments of upper-case names, first wins."""
+    found, seen = [], set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if not isinstance(target, ast.Name) or not target.id.isupper() or target.id in seen:
+            continue
+        literal = _literal(value)
+        if literal is _MISSING or literal is None:
+            continue
+        seen.add(target.id)
+        found.append({"name": target.id, "line": node.lineno, "value": literal})
+    return found
+
+
 def _calls_result(tree):
     """Whether the file calls reprolab.result(...) or a `result` it imported from reprolab."""
     imported = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
@@ -240,7 +262,7 @@ def scan(source, filename="<script>"):
         dynamic[node.name] = n_dynamic
     return {"functions": functions, "keys": keys, "dynamic": dynamic,
             "framework": _framework(tree), "argparse": _argparse(tree),
-            "calls_result": _calls_result(tree)}
+            "constants": _constants(tree), "calls_result": _calls_result(tree)}
 
 
 def main(argv):

@@ -1,4 +1,6 @@
-"""Run a command-line training script (argparse) as reprolab's `train(config, seed)`.
+"""Run a training script that has no `train(config, seed)` as reprolab's `train`: a command-line
+script (argparse options, `run_script_as_train`) or one that sets its hyperparameters as top-level
+constants (`LR = 0.01`, `run_script_with_constants`).
 
 `reprolab init` writes this entry for a script that has no `train(config, seed)`:
 
@@ -20,9 +22,14 @@ would, but in the warm worker (no new process, torch already imported): as `__ma
 `reprolab.result(search=..., holdout=...)`; a script that ends without calling it raises
 `ScriptResultMissing`, one that exits with a failure status (argparse rejecting an option)
 `ScriptExit`.
+
+A script of constants runs with config.json's values in place of the constants it names (the
+assignment `LR = 0.01` at the top level of the script becomes `LR = config["LR"]`; nothing else
+of the script changes) and reprolab's seed in place of `SEED_CONSTANT`'s.
 """
 from __future__ import annotations
 
+import ast
 import os
 import runpy
 import sys
@@ -81,18 +88,79 @@ class _Tail:
         return getattr(self._stream, name)
 
 
+def _script_path(entry_file, script):
+    return os.path.join(os.path.dirname(os.path.abspath(entry_file)), script)
+
+
 def run_script_as_train(entry_file, script, options, config, seed, args=(), seed_option=None):
     """Run `script` (relative to `entry_file`'s directory) with the options `config` sets and
     return its `reprolab.result(...)` as a train() result."""
-    path = os.path.join(os.path.dirname(os.path.abspath(entry_file)), script)
+    path = _script_path(entry_file, script)
     argv = script_argv(path, options, config, seed, args, seed_option)
+    return _run(script, path, argv, seed, lambda: runpy.run_path(path, run_name="__main__"))
+
+
+def _constant_target(node):
+    """NAME of a top-level `NAME = value` or `NAME: type = value`, else None."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id
+    if isinstance(node, ast.AnnAssign) and node.value is not None and isinstance(node.target, ast.Name):
+        return node.target.id
+    return None
+
+
+def with_constants(source, path, values):
+    """The script's code with each top-level `NAME = ...` whose NAME is in `values` assigned
+    `__reprolab_values__[NAME]` instead; a name of `values` the script never assigns at the top
+    level is an error."""
+    tree = ast.parse(source, filename=path)
+    found = set()
+    for node in tree.body:
+        target = _constant_target(node)
+        if target is not None and target in values:
+            name = target
+            node.value = ast.copy_location(ast.Subscript(
+                value=ast.Name(id="__reprolab_values__", ctx=ast.Load()),
+                slice=ast.Constant(value=name), ctx=ast.Load()), node.value)
+            found.add(name)
+    missing = [k for k in values if k not in found]
+    if missing:
+        raise reprolab.ReprolabContractError(
+            f"config keys that {os.path.basename(path)} does not assign at its top level: "
+            f"{', '.join(map(repr, missing))}; config.json may hold only the script's top-level "
+            "constants (NAME = value)")
+    return compile(ast.fix_missing_locations(tree), path, "exec")
+
+
+def run_script_with_constants(entry_file, script, config, seed, seed_constant=None):
+    """Run `script` with config's values in place of its top-level constants (and the seed in
+    place of `seed_constant`'s) and return its `reprolab.result(...)` as a train() result."""
+    path = _script_path(entry_file, script)
+    values = dict(config)
+    if seed_constant:
+        values[seed_constant] = seed
+    with open(path, encoding="utf-8") as f:
+        code = with_constants(f.read(), path, values)
+
+    def execute():
+        import builtins
+
+        exec(code, {"__name__": "__main__", "__file__": path, "__builtins__": builtins,
+                    "__reprolab_values__": values})
+
+    return _run(script, path, [path], seed, execute)
+
+
+def _run(script, path, argv, seed, execute):
+    """Run a script by `execute()` as `__main__` with `argv`, after seeding; its last
+    reprolab.result(...) is the result."""
     reprolab.seed_everything(seed)
     saved_argv, saved_stderr = sys.argv, sys.stderr
     results = reprolab._script_results = []
     sys.argv = argv
     sys.stderr = stderr = _Tail(saved_stderr)
     try:
-        runpy.run_path(path, run_name="__main__")
+        execute()
     except SystemExit as e:
         if e.code not in (None, 0):
             said = stderr.last_line()

@@ -3,7 +3,7 @@
 use reprolab_core::Outcome;
 use reprolab_core::manifest::Subject;
 
-use crate::command_line::ENTRY_FILE;
+use crate::script_entry::ENTRY_FILE;
 
 /// What to change so that the failed `outcome` passes, in the words of the contract; `None` for
 /// a training that passed.

@@ -47,11 +47,11 @@ pub enum ScaffoldError {
          train.py:train, or FILE.py (a command-line script), like main.py"
     )]
     EntrySpec { spec: String },
-    /// `--entry FILE.py` names a script that declares no command line.
+    /// `--entry FILE.py` names a script with neither options nor hyperparameter constants.
     #[error(
-        "--entry {spec:?}: the script declares no option with argparse (add_argument), so \
-         reprolab cannot pass it a config; name a function instead, --entry {spec}:FUNCTION, \
-         where {CONTRACT}"
+        "--entry {spec:?}: the script declares no option with argparse (add_argument) and sets \
+         no hyperparameter as a top-level constant (LR = 0.01), so reprolab cannot pass it a \
+         config; name a function instead, --entry {spec}:FUNCTION, where {CONTRACT}"
     )]
     NoCommandLine { spec: String },
     /// `--entry` names a file that is not a Python file of the directory.
@@ -91,7 +91,8 @@ pub enum ScaffoldError {
     /// No top-level function takes `(config, seed)`.
     #[error(
         "{}: no function to call: {CONTRACT}. Found no top-level function taking \
-         (config, seed) and no script declaring options with argparse; top-level functions: \
+         (config, seed), no script declaring options with argparse and none setting \
+         hyperparameters as top-level constants; top-level functions: \
          {found}. Wrap the training in such a function, or name one with --entry \
          FILE.py:FUNCTION",
         .dir.display()
@@ -106,15 +107,16 @@ pub enum ScaffoldError {
         .specs[0]
     )]
     Several { dir: PathBuf, specs: Vec<String> },
-    /// No `(config, seed)` function, and several scripts declare a command line.
+    /// No `(config, seed)` function, and several scripts could run as they are.
     #[error(
-        "{}: no function takes (config, seed), and several scripts declare a command line: {}; \
-         name the one to run with --entry, e.g. --entry {}",
+        "{}: no function takes (config, seed), and several scripts could run as they are \
+         (argparse options or top-level constants): {}; name the one to run with --entry, e.g. \
+         --entry {}",
         .dir.display(),
         .files.join(", "),
         .files[0]
     )]
-    SeveralCommandLines { dir: PathBuf, files: Vec<String> },
+    SeveralScripts { dir: PathBuf, files: Vec<String> },
     /// A scaffold file could not be written.
     #[error("writing {}", .path.display())]
     Write {

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::ScaffoldError;
-use crate::command_line::{self, ENTRY_FILE};
 use crate::scan::Entry;
+use crate::script_entry::{self, ENTRY_FILE};
 use crate::space;
 
 /// What `init` will write, and what it could not.
@@ -146,7 +146,7 @@ output_mb = 16
         entry_file: entry
             .script
             .as_ref()
-            .map(|s| command_line::entry_file(&entry.file, s)),
+            .map(|s| script_entry::entry_file(&entry.file, s)),
         unvalued,
         known,
     }

@@ -1,16 +1,16 @@
 //! Scaffolding a subject from an existing training script, as `reprolab init` does it: scan the
 //! scripts with `python -m reprolab.scaffold` ([`scan`]), choose the `(config, seed)` callable
-//! or, failing one, a command-line script ([`scan::choose`], [`command_line`]), propose a
+//! or, failing one, a command-line script ([`scan::choose`], [`script_entry`]), propose a
 //! `[space]` entry per config key ([`space`]), write `reprolab.toml`, `config.json`, `README.md`
 //! and for a script `reprolab_entry.py` ([`files`]), and turn a failed first training into what
 //! to change ([`check::advice`]). The binary only wires the flags, runs the check training and
 //! prints.
 
 pub mod check;
-pub mod command_line;
 mod error;
 pub mod files;
 pub mod scan;
+pub mod script_entry;
 pub mod space;
 
 use std::path::PathBuf;
@@ -58,7 +58,7 @@ pub fn notes(entry: &Entry, scaffold: &Scaffold, written: &Written) -> Vec<Strin
         ));
     }
     if let Some(script) = &entry.script {
-        notes.extend(command_line_notes(&entry.file, script));
+        notes.extend(script_notes(&entry.file, script));
     }
     if entry.dynamic > 0 {
         notes.push(format!(
@@ -70,21 +70,34 @@ pub fn notes(entry: &Entry, scaffold: &Scaffold, written: &Written) -> Vec<Strin
     notes
 }
 
-/// What `init` says of a command-line script: the options it leaves alone and the line the
-/// script still needs.
-fn command_line_notes(file: &str, script: &command_line::ScriptEntry) -> Vec<String> {
-    let mut notes = vec![format!(
-        "{file} declares a command line and no train(config, seed): {} runs it with the options \
-         config.json sets{}",
-        command_line::ENTRY_FILE,
-        script
-            .seed_option
-            .as_deref()
-            .map_or_else(String::new, |s| format!(" and the seed as {s}"))
-    )];
+/// What `init` says of a script without `train(config, seed)`: how it runs, what it leaves
+/// alone and the line the script still needs.
+fn script_notes(file: &str, script: &script_entry::ScriptEntry) -> Vec<String> {
+    let seed = script
+        .seed_option
+        .as_deref()
+        .map_or_else(String::new, |s| format!(" and the seed as {s}"));
+    let entry = script_entry::ENTRY_FILE;
+    let (how, what) = match script.via {
+        script_entry::Via::Options => (
+            format!(
+                "{file} declares a command line and no train(config, seed): {entry} runs it \
+                 with the options config.json sets{seed}"
+            ),
+            "options",
+        ),
+        script_entry::Via::Constants => (
+            format!(
+                "{file} sets its hyperparameters as top-level constants: {entry} runs it with \
+                 config.json's values in their place{seed}"
+            ),
+            "constants",
+        ),
+    };
+    let mut notes = vec![how];
     if !script.defaulted.is_empty() {
         notes.push(format!(
-            "options left at {file}'s defaults (settings, or no literal default; add a key to \
+            "{what} left at {file}'s values (settings, or no literal value; add a key to \
              config.json and [space] to set one): {}",
             script.defaulted.join(", ")
         ));
@@ -93,7 +106,7 @@ fn command_line_notes(file: &str, script: &command_line::ScriptEntry) -> Vec<Str
         notes.push(format!(
             "positional arguments, which {file} needs on its command line: put their values \
              into ARGS of {}: {}",
-            command_line::ENTRY_FILE,
+            script_entry::ENTRY_FILE,
             script.positional.join(", ")
         ));
     }

@@ -8,8 +8,8 @@ use reprolab_exec::PythonEnv;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::command_line::{self, ENTRY_FILE, ScriptEntry};
 use crate::error::ScaffoldError;
+use crate::script_entry::{self, ENTRY_FILE, ScriptEntry};
 
 type Result<T> = std::result::Result<T, ScaffoldError>;
 
@@ -68,6 +68,14 @@ pub struct CommandLine {
     pub skipped: Vec<String>,
 }
 
+/// A top-level `NAME = literal` of an upper-case name.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Constant {
+    pub name: String,
+    pub line: u32,
+    pub value: Value,
+}
+
 /// One script's scan.
 #[derive(Debug, Deserialize)]
 pub struct Script {
@@ -82,6 +90,9 @@ pub struct Script {
     /// Its command line, when it declares one with argparse.
     #[serde(default)]
     pub argparse: Option<CommandLine>,
+    /// Its top-level constants (`LR = 0.01`).
+    #[serde(default)]
+    pub constants: Vec<Constant>,
     /// It calls `reprolab.result(...)`.
     #[serde(default)]
     pub calls_result: bool,
@@ -170,10 +181,20 @@ fn entry_of(file: String, script: &mut Script, function: &str) -> Entry {
     }
 }
 
-/// The entry that runs `file`, a script declaring a command line, as `train(config, seed)`.
-fn command_line_entry(file: String, script: &Script) -> Option<Entry> {
-    let line = script.argparse.as_ref().filter(|l| !l.options.is_empty())?;
-    let (script_entry, keys) = command_line::plan(line, script.calls_result);
+/// The entry that runs `file`, a script without `train(config, seed)`, as that function: through
+/// its command line when it declares options, else through its top-level constants when any is
+/// a hyperparameter.
+fn script_entry_of(file: String, script: &Script) -> Option<Entry> {
+    let (script_entry, keys) = match script.argparse.as_ref().filter(|l| !l.options.is_empty()) {
+        Some(line) => script_entry::plan(line, script.calls_result),
+        None => {
+            let planned = script_entry::plan_constants(&script.constants, script.calls_result);
+            if planned.1.is_empty() {
+                return None;
+            }
+            planned
+        }
+    };
     Some(Entry {
         file,
         function: "train".into(),
@@ -202,7 +223,7 @@ fn named(env: &PythonEnv, dir: &Path, spec: &str) -> Result<Entry> {
     }
     let mut script = scan(env, &path)?;
     let Some(function) = function else {
-        return command_line_entry(file.to_string(), &script)
+        return script_entry_of(file.to_string(), &script)
             .ok_or_else(|| ScaffoldError::NoCommandLine { spec: spec.into() });
     };
     let Some(f) = script.functions.iter().find(|f| f.name == function) else {
@@ -242,7 +263,8 @@ fn list_or_none(items: &[String]) -> String {
 
 /// The entry: the one `--entry` names, else the only `(config, seed)` candidate among the
 /// top-level functions of `dir`'s scripts, else the only script that declares a command line
-/// (argparse); none or several is an error that says the contract and what was found.
+/// (argparse), else the only one setting hyperparameters as top-level constants; none or
+/// several is an error that says the contract and what was found.
 /// `reprolab_entry.py`, which an earlier `init` wrote, is not a candidate.
 pub fn choose(env: &PythonEnv, dir: &Path, spec: Option<&str>) -> Result<Entry> {
     if let Some(spec) = spec {
@@ -276,17 +298,24 @@ pub fn choose(env: &PythonEnv, dir: &Path, spec: Option<&str>) -> Result<Entry> 
             Ok(entry_of(file.clone(), script, &function))
         }
         [] => {
-            let mut scripts_with_cli: Vec<Entry> = scripts
+            // Scripts with a command line come before scripts of constants.
+            let runnable: Vec<Entry> = scripts
                 .iter()
-                .filter_map(|(file, s)| command_line_entry(file.clone(), s))
+                .filter_map(|(file, s)| script_entry_of(file.clone(), s))
                 .collect();
-            match scripts_with_cli.len() {
-                1 => return Ok(scripts_with_cli.remove(0)),
+            let via_of = |e: &Entry| e.script.as_ref().map(|s| s.via);
+            let first = runnable.iter().filter_map(via_of).min();
+            let mut runnable: Vec<Entry> = runnable
+                .into_iter()
+                .filter(|e| via_of(e) == first)
+                .collect();
+            match runnable.len() {
+                1 => return Ok(runnable.remove(0)),
                 0 => {}
                 _ => {
-                    return Err(ScaffoldError::SeveralCommandLines {
+                    return Err(ScaffoldError::SeveralScripts {
                         dir: dir.to_path_buf(),
-                        files: scripts_with_cli.into_iter().map(|e| e.file).collect(),
+                        files: runnable.into_iter().map(|e| e.file).collect(),
                     });
                 }
             }

@@ -90,7 +90,9 @@ hyperparameters it knows: lr, batch_size, epochs, optimizer, activation, loss, .
 and a README.md stub. A command-line script without such a function (argparse, like PyTorch's \
 examples) works as it is: config.json gets its options' defaults (settings such as --log-interval \
 or --no-cuda keep theirs), reprolab_entry.py runs it with those options and the seed, and the \
-script reports its metric with one added line, reprolab.result(search=..., holdout=...). \
+script reports its metric with one added line, reprolab.result(search=..., holdout=...). So \
+does a script that sets its hyperparameters as top-level constants (LR = 0.01): config.json \
+holds them, and the script runs with config.json's values in their place. \
 Existing files are kept (and listed) unless --force. Then one training checks the contract and, \
 when it fails, says what to change. Exits 0 when the training passes, 1 when it fails.",
         after_help = "Examples:\n  reprolab init my-model\n  reprolab init my-model --entry main.py:fit\n  reprolab init mnist --entry main.py      # an argparse script\n  reprolab eval my-model --runs 10"
@@ -575,8 +577,9 @@ pub struct InitArgs {
     #[arg(default_value = ".")]
     pub dir: PathBuf,
     /// The function reprolab calls, FILE.py:FUNCTION (relative to DIR), or FILE.py, a
-    /// command-line script to run with its options. Default: the one top-level function taking
-    /// (config, seed) in DIR's .py files, else the one script declaring argparse options.
+    /// script to run as it is (argparse options or top-level constants). Default: the one
+    /// top-level function taking (config, seed) in DIR's .py files, else the one script
+    /// declaring argparse options, else the one setting upper-case top-level constants.
     #[arg(long, value_name = "FILE.py[:FUNCTION]")]
     pub entry: Option<String>,
     /// Overwrite reprolab.toml, config.json, README.md (and reprolab_entry.py) when they exist.

@@ -206,7 +206,7 @@ fn an_argparse_script_becomes_a_subject_with_one_added_line() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("options left at main.py's defaults") && stdout.contains("log_interval"),
+        stdout.contains("options left at main.py's values") && stdout.contains("log_interval"),
         "{stdout}"
     );
     assert!(
@@ -303,4 +303,80 @@ fn entry_naming_a_script_without_options_is_explained() {
     );
     assert!(stderr.contains("--entry main.py:FUNCTION"), "{stderr}");
     assert!(!dir.join("reprolab.toml").exists());
+}
+
+/// A script with no function and no options: its hyperparameters are top-level constants.
+const CONSTANTS_SCRIPT: &str = r#"
+import torch
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+
+import reprolab
+
+SEED = 1
+LEARNING_RATE = 0.01
+BATCH_SIZE = 64
+EPOCHS: int = 3
+DATA_DIR = "./data"
+
+torch.manual_seed(SEED)
+x, y = load_digits(return_X_y=True)
+x = torch.tensor(x / 16.0, dtype=torch.float32)
+y = torch.tensor(y)
+x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=0.3, random_state=0)
+model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
+opt = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
+for epoch in range(EPOCHS):
+    for i in range(0, len(x_tr), BATCH_SIZE):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x_tr[i:i + BATCH_SIZE]), y_tr[i:i + BATCH_SIZE])
+        loss.backward()
+        opt.step()
+with torch.no_grad():
+    correct = (model(x_te).argmax(1) == y_te).float()
+half = len(x_te) // 2
+reprolab.result(search=float(correct[:half].mean()), holdout=float(correct[half:].mean()))
+"#;
+
+#[test]
+fn a_script_of_constants_runs_with_the_config_in_their_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = subject_dir(tmp.path(), "plain", "train.py", CONSTANTS_SCRIPT);
+    let out = run(reprolab(tmp.path()).arg("init").arg(&dir));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("train.py sets its hyperparameters as top-level constants")
+            && stdout.contains("seed as SEED")
+            && stdout.contains("DATA_DIR"),
+        "{stdout}"
+    );
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+    assert_eq!(
+        config,
+        serde_json::json!({"LEARNING_RATE": 0.01, "BATCH_SIZE": 64, "EPOCHS": 3})
+    );
+    let manifest = std::fs::read_to_string(dir.join("reprolab.toml")).unwrap();
+    assert!(manifest.contains("fault = \"HLR\""), "{manifest}");
+
+    // The config's values replace the script's: too small a learning rate learns nothing.
+    std::fs::write(
+        dir.join("config.json"),
+        r#"{"LEARNING_RATE": 1e-06, "BATCH_SIZE": 64, "EPOCHS": 3}"#,
+    )
+    .unwrap();
+    let out = run(reprolab(tmp.path())
+        .args(["eval", "--runs", "1", "--json"])
+        .arg(&dir));
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let untrained = v["summary"]["holdout"]["mean"].as_f64().unwrap();
+    let trained = stdout
+        .split(" on holdout")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(trained > 0.8 && untrained < 0.3, "{trained} {untrained}");
 }

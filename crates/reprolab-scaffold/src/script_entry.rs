@@ -1,12 +1,13 @@
-//! A command-line script (argparse) as a subject: which of its options are hyperparameters (the
-//! config), which are settings left at the script's defaults, and the entry file
-//! `reprolab_entry.py` that runs the script as `train(config, seed)` through
-//! `reprolab.script_entry`, so the user adds one line (`reprolab.result(...)`) instead of
-//! restructuring the script.
+//! A script without `train(config, seed)` as a subject: a command-line script (argparse options)
+//! or one that sets its hyperparameters as top-level constants (`LR = 0.01`). Which of its
+//! options or constants are hyperparameters (the config) and which are settings left at the
+//! script's values, and the entry file `reprolab_entry.py` that runs the script as
+//! `train(config, seed)` through Python's `reprolab.script_entry`, so the user adds one line
+//! (`reprolab.result(...)`) instead of restructuring the script.
 
 use serde_json::Value;
 
-use crate::scan::{CliOption, CommandLine, Key};
+use crate::scan::{CliOption, CommandLine, Constant, Key};
 
 /// The file `init` writes for a command-line script; the manifest calls its `train`.
 pub const ENTRY_FILE: &str = "reprolab_entry.py";
@@ -50,14 +51,26 @@ const SETTING_WORDS: [&str; 30] = [
     "dataset",
 ];
 
+/// How the config reaches the script (in order of preference).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Via {
+    /// As command-line options.
+    Options,
+    /// In place of its top-level constants.
+    Constants,
+}
+
 /// What the entry file needs to know of the script, and what `init` tells the user.
 #[derive(Debug, Clone)]
 pub struct ScriptEntry {
-    /// The options a config key sets (all but the seed's), in the script's order.
+    pub via: Via,
+    /// The options a config key sets (all but the seed's), in the script's order; none for
+    /// constants.
     pub options: Vec<CliOption>,
-    /// The option reprolab passes the seed in, when the script has one.
+    /// The option (or constant) reprolab passes the seed in, when the script has one.
     pub seed_option: Option<String>,
-    /// Options left at the script's defaults: settings, and options without a literal default.
+    /// Options (or constants) left at the script's values: settings, and options without a
+    /// literal default.
     pub defaulted: Vec<String>,
     /// Positional arguments: their values go into `ARGS` of the entry file, by hand.
     pub positional: Vec<String>,
@@ -99,6 +112,7 @@ pub fn plan(line: &CommandLine, calls_result: bool) -> (ScriptEntry, Vec<Key>) {
         }
     }
     let entry = ScriptEntry {
+        via: Via::Options,
         options: line
             .options
             .iter()
@@ -114,6 +128,37 @@ pub fn plan(line: &CommandLine, calls_result: bool) -> (ScriptEntry, Vec<Key>) {
     (entry, keys)
 }
 
+/// The entry and the config keys of a script of constants: every constant that is neither the
+/// seed nor a setting.
+pub fn plan_constants(constants: &[Constant], calls_result: bool) -> (ScriptEntry, Vec<Key>) {
+    let mut keys = Vec::new();
+    let mut defaulted = Vec::new();
+    let mut seed = None;
+    for c in constants {
+        if is_seed(&c.name) && c.value.is_i64() {
+            seed.get_or_insert_with(|| c.name.clone());
+        } else if is_setting(&c.name) {
+            defaulted.push(c.name.clone());
+        } else {
+            keys.push(Key {
+                key: c.name.clone(),
+                value: Some(c.value.clone()),
+                choices: None,
+            });
+        }
+    }
+    let entry = ScriptEntry {
+        via: Via::Constants,
+        options: Vec::new(),
+        seed_option: seed,
+        defaulted,
+        positional: Vec::new(),
+        skipped: Vec::new(),
+        calls_result,
+    };
+    (entry, keys)
+}
+
 /// A Python string literal (JSON's escapes are valid Python).
 fn py_str(s: &str) -> String {
     Value::from(s).to_string()
@@ -121,6 +166,9 @@ fn py_str(s: &str) -> String {
 
 /// The text of `reprolab_entry.py` for `script`.
 pub fn entry_file(script: &str, e: &ScriptEntry) -> String {
+    if e.via == Via::Constants {
+        return constants_entry_file(script, e);
+    }
     let width = e
         .options
         .iter()
@@ -182,6 +230,34 @@ def train(config, seed):
     )
 }
 
+fn constants_entry_file(script: &str, e: &ScriptEntry) -> String {
+    let seed = e
+        .seed_option
+        .as_deref()
+        .map_or_else(|| "None".to_string(), py_str);
+    format!(
+        r#""""reprolab's entry for {script}, written by `reprolab init`.
+
+reprolab calls train(config, seed); it runs {script} as `python {script}` would, inside reprolab's
+worker, with each key of config.json in place of the top-level constant of that name (`LR = 0.01`
+runs as `LR = config["LR"]`; nothing else changes) and the seed in place of SEED_CONSTANT's, and
+returns what {script} passes to reprolab.result(search=..., holdout=...) (call it once, after
+training, with the metric on the validation and the test split). Constants not in config.json
+keep the script's values.
+"""
+from reprolab.script_entry import run_script_with_constants
+
+SCRIPT = {script_lit}
+SEED_CONSTANT = {seed}
+
+
+def train(config, seed):
+    return run_script_with_constants(__file__, SCRIPT, config, seed, SEED_CONSTANT)
+"#,
+        script_lit = py_str(script),
+    )
+}
+
 /// How OPTIONS writes an option: `"--lr"`, or `("--amp", "store_true")` for a switch.
 fn option_value(o: &CliOption) -> String {
     match &o.action {
@@ -216,6 +292,10 @@ mod tests {
         }
     }
 
+    fn switch(dest: &str, flag: &str) -> CliOption {
+        option(dest, flag, Some("store_true"), Some(json!(false)))
+    }
+
     /// The command line of PyTorch's MNIST example, less its help texts.
     fn mnist() -> CommandLine {
         CommandLine {
@@ -225,26 +305,11 @@ mod tests {
                 option("epochs", "--epochs", None, Some(json!(14))),
                 option("lr", "--lr", None, Some(json!(1.0))),
                 option("gamma", "--gamma", None, Some(json!(0.7))),
-                option(
-                    "no_cuda",
-                    "--no-cuda",
-                    Some("store_true"),
-                    Some(json!(false)),
-                ),
-                option(
-                    "dry_run",
-                    "--dry-run",
-                    Some("store_true"),
-                    Some(json!(false)),
-                ),
+                switch("no_cuda", "--no-cuda"),
+                switch("dry_run", "--dry-run"),
                 option("seed", "--seed", None, Some(json!(1))),
                 option("log_interval", "--log-interval", None, Some(json!(10))),
-                option(
-                    "save_model",
-                    "--save-model",
-                    Some("store_true"),
-                    Some(json!(false)),
-                ),
+                switch("save_model", "--save-model"),
                 option("weights", "--weights", None, None),
             ],
             positional: vec!["data".into()],
@@ -294,5 +359,32 @@ mod tests {
         };
         let text = entry_file("train.py", &none);
         assert!(text.contains("SEED_OPTION = None") && !text.contains("positional"));
+    }
+
+    #[test]
+    fn constants_of_a_plain_script_become_keys() {
+        let constant = |name: &str, value: Value| Constant {
+            name: name.into(),
+            line: 1,
+            value,
+        };
+        let (e, keys) = plan_constants(
+            &[
+                constant("SEED", json!(3)),
+                constant("LEARNING_RATE", json!(0.01)),
+                constant("DATA_DIR", json!("./data")),
+                constant("NUM_EPOCHS", json!(5)),
+            ],
+            true,
+        );
+        let names: Vec<&str> = keys.iter().map(|k| k.key.as_str()).collect();
+        assert_eq!(names, ["LEARNING_RATE", "NUM_EPOCHS"]);
+        assert_eq!(e.defaulted, ["DATA_DIR"]);
+        let text = entry_file("train.py", &e);
+        assert!(text.contains("SEED_CONSTANT = \"SEED\""), "{text}");
+        assert!(
+            text.contains("run_script_with_constants(__file__"),
+            "{text}"
+        );
     }
 }
