@@ -198,10 +198,7 @@ pub fn entry_file(script: &str, e: &ScriptEntry) -> String {
             e.positional.join(", ")
         )
     };
-    let seed = e
-        .seed_option
-        .as_deref()
-        .map_or_else(|| "None".to_string(), py_str);
+    let seed = seed_literal(e);
     format!(
         r#""""reprolab's entry for {script}, written by `reprolab init`.
 
@@ -231,10 +228,7 @@ def train(config, seed):
 }
 
 fn constants_entry_file(script: &str, e: &ScriptEntry) -> String {
-    let seed = e
-        .seed_option
-        .as_deref()
-        .map_or_else(|| "None".to_string(), py_str);
+    let seed = seed_literal(e);
     format!(
         r#""""reprolab's entry for {script}, written by `reprolab init`.
 
@@ -256,6 +250,13 @@ def train(config, seed):
 "#,
         script_lit = py_str(script),
     )
+}
+
+/// The seed's option or constant as Python writes it, `None` when the script has none.
+fn seed_literal(e: &ScriptEntry) -> String {
+    e.seed_option
+        .as_deref()
+        .map_or_else(|| "None".to_string(), py_str)
 }
 
 /// How OPTIONS writes an option: `"--lr"`, or `("--amp", "store_true")` for a switch.
