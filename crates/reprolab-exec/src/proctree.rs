@@ -2,9 +2,13 @@
 //! a process group, which a daemon leaves with setsid), and what they really use: the
 //! proportional set size (PSS) of the tree, in which a page shared by n processes counts 1/n
 //! in each, so the pages a forked training shares with its warm parent, or with the
-//! DataLoader workers it forks, count once in all.
+//! DataLoader workers it forks, count once in all. Shared memory that no process maps (a file
+//! written into the evaluation's private `/dev/shm`, a `memfd` written and left unmapped) is in
+//! no PSS: it is added as what the tree's shared files hold beyond the shared pages its
+//! processes map ([`unmapped_shared_kb`]).
 
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
 /// Every process's parent, read from /proc (zombies left out: they hold no memory and are gone
@@ -60,17 +64,22 @@ pub fn descendants(root: i32) -> Vec<i32> {
 /// PSS of one process in kB (its RSS when smaps_rollup cannot be read, kernels before 4.14;
 /// 0 when it is gone).
 pub fn pss_kb(pid: i32) -> u64 {
+    rollup_kb(pid).0
+}
+
+/// PSS of one process and the part of it that is shared memory (`Pss_Shmem`: tmpfs and memfd
+/// pages it maps), in kB; RSS and 0 when smaps_rollup cannot be read.
+fn rollup_kb(pid: i32) -> (u64, u64) {
     if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) {
-        return text
-            .lines()
-            .find(|l| l.starts_with("Pss:"))
-            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-            .unwrap_or(0);
+        let field = |name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+                .unwrap_or(0)
+        };
+        return (field("Pss:"), field("Pss_Shmem:"));
     }
-    std::fs::read_to_string(format!("/proc/{pid}/statm"))
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| pages * 4)
+    (rss_kb(pid), 0)
 }
 
 /// Resident memory in kB of one process (0 when it is gone): cheap (statm), and never less
@@ -85,6 +94,54 @@ pub fn rss_kb(pid: i32) -> u64 {
 /// PSS in kB of `root` and everything below it.
 pub fn tree_pss_kb(root: i32) -> u64 {
     pss_kb(root) + descendants(root).into_iter().map(pss_kb).sum::<u64>()
+}
+
+/// What the shared files of the processes `pids` hold, in kB: the used blocks of their
+/// `/dev/shm` when it is a private one (a mount of their own, emptied after every evaluation,
+/// so all of it is theirs; the host's holds other programs' memory and is not counted) and the
+/// allocated blocks of every `memfd` one of them holds open, each file once.
+pub fn shared_files_kb(pids: &[i32]) -> u64 {
+    let host_shm = std::fs::metadata("/dev/shm").ok().map(|m| m.dev());
+    let private_shm = pids.iter().find_map(|pid| {
+        let path = format!("/proc/{pid}/root/dev/shm");
+        let dev = std::fs::metadata(&path).ok()?.dev();
+        (Some(dev) != host_shm).then_some(path)
+    });
+    let shm_kb = private_shm.and_then(|p| used_kb(&p)).unwrap_or(0);
+    let mut memfds = std::collections::HashSet::new();
+    let mut memfd_kb = 0;
+    for pid in pids {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            let is_memfd = std::fs::read_link(fd.path())
+                .is_ok_and(|t| t.as_os_str().as_encoded_bytes().starts_with(b"/memfd:"));
+            if !is_memfd {
+                continue;
+            }
+            if let Ok(m) = std::fs::metadata(fd.path())
+                && memfds.insert((m.dev(), m.ino()))
+            {
+                memfd_kb += m.blocks() / 2;
+            }
+        }
+    }
+    shm_kb + memfd_kb
+}
+
+/// Used space of the file system at `path`, in kB.
+fn used_kb(path: &str) -> Option<u64> {
+    let c = std::ffi::CString::new(path).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: c is a valid NUL-terminated path and st a buffer of the right type for statvfs.
+    if unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it filled st.
+    let st = unsafe { st.assume_init() };
+    let used = st.f_blocks.saturating_sub(st.f_bfree) as u64;
+    Some(used * st.f_frsize as u64 / 1024)
 }
 
 /// RSS in kB of `root` and everything below it: an upper bound of [`tree_pss_kb`].
@@ -125,17 +182,35 @@ impl Tree {
         }
     }
 
-    /// Memory the evaluation added, in MB.
+    /// The tree's processes, root first.
+    fn pids(&self) -> Vec<i32> {
+        let mut pids = vec![self.root];
+        pids.extend(descendants(self.root));
+        pids
+    }
+
+    /// Memory the evaluation added, in MB: the tree's PSS, plus what its shared files hold
+    /// beyond the shared pages it maps (those are in its PSS already: a DataLoader's batches in
+    /// `/dev/shm` count once).
     pub fn memory_mb(&self) -> u64 {
-        tree_pss_kb(self.root).saturating_sub(self.baseline_kb) / 1024
+        let pids = self.pids();
+        let (pss, mapped_shared) = pids
+            .iter()
+            .map(|&p| rollup_kb(p))
+            .fold((0, 0), |(a, b), (p, s)| (a + p, b + s));
+        let unmapped = shared_files_kb(&pids).saturating_sub(mapped_shared);
+        (pss + unmapped).saturating_sub(self.baseline_kb) / 1024
     }
 
     /// Memory the evaluation added, in MB, measured exactly ([`Tree::memory_mb`]) only when
-    /// the cheap upper bound (RSS for PSS) passes `limit_mb`: reading a torch process's PSS
-    /// walks its page tables (~9 ms measured here), reading its RSS does not (~0.01 ms), and
-    /// the watchdog looks ten times a second. Below the limit the bound is returned.
+    /// the cheap upper bound (RSS for PSS, all of the shared files for their unmapped part)
+    /// passes `limit_mb`: reading a torch process's PSS walks its page tables (~9 ms measured
+    /// here), reading its RSS does not (~0.01 ms), and the watchdog looks ten times a second.
+    /// Below the limit the bound is returned.
     pub fn memory_mb_against(&self, limit_mb: u64) -> u64 {
-        let bound = tree_rss_kb(self.root).saturating_sub(self.baseline_kb) / 1024;
+        let pids = self.pids();
+        let rss: u64 = pids.iter().map(|&p| rss_kb(p)).sum();
+        let bound = (rss + shared_files_kb(&pids)).saturating_sub(self.baseline_kb) / 1024;
         if bound <= limit_mb {
             bound
         } else {
@@ -284,6 +359,38 @@ mod tests {
         assert_eq!(kids, 8);
         assert!((60..200).contains(&mb), "PSS of the tree {mb} MB");
         assert!(descendants(tree.root).is_empty());
+    }
+
+    #[test]
+    fn an_unmapped_memfd_counts_a_mapped_one_once() {
+        // 64 MB written into a memfd and left unmapped: in no PSS, yet memory all the same.
+        let mut child = python(
+            "import os, time, mmap\n\
+             fd = os.memfd_create('x')\n\
+             os.write(fd, b'1' * (64 * 2**20))\n\
+             print('ok', flush=True); time.sleep(30)",
+        );
+        wait_line(&mut child);
+        let tree = Tree::whole(child.id() as i32);
+        let unmapped = tree.memory_mb();
+        tree.kill();
+        let _ = child.wait();
+        assert!((64..150).contains(&unmapped), "{unmapped} MB");
+        // The same pages mapped and touched: in the PSS (as shared memory), not counted again.
+        let mut child = python(
+            "import os, time, mmap\n\
+             fd = os.memfd_create('x')\n\
+             os.write(fd, b'1' * (64 * 2**20))\n\
+             m = mmap.mmap(fd, 64 * 2**20)\n\
+             s = sum(m[i] for i in range(0, 64 * 2**20, 4096))\n\
+             print('ok', flush=True); time.sleep(30)",
+        );
+        wait_line(&mut child);
+        let tree = Tree::whole(child.id() as i32);
+        let mapped = tree.memory_mb();
+        tree.kill();
+        let _ = child.wait();
+        assert!((64..150).contains(&mapped), "{mapped} MB");
     }
 
     #[test]

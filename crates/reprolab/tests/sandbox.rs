@@ -228,6 +228,30 @@ fn shared_pages_after_fork_are_not_counted_as_oom() {
 }
 
 #[test]
+fn shared_memory_no_process_maps_counts_against_the_limit() {
+    let root = tempfile::tempdir().unwrap();
+    let subject = hostile_subject(root.path());
+    let manifest = subject.join("reprolab.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace("timeout_s = 8", "timeout_s = 30\nmemory_mb = 300"),
+    )
+    .unwrap();
+    // 600 MB written into a memfd, or into a file of the private /dev/shm (the host's /dev/shm,
+    // where there are no user namespaces, is not the evaluation's alone and is not counted).
+    let mut fills = vec!["memfd_fill"];
+    if sandbox_info(root.path())["sandbox"]["network"] == true {
+        fills.push("shm_fill");
+    }
+    for fill in fills {
+        let (code, v) = eval(root.path(), &subject, fill, 1);
+        assert_eq!(code, Some(1), "{fill}: {v}");
+        assert_eq!(v["runs"][0]["outcome"]["status"], "oom", "{fill}: {v}");
+    }
+}
+
+#[test]
 fn code_that_kills_its_worker_is_refused_or_counted_as_its_crash() {
     let root = tempfile::tempdir().unwrap();
     let subject = hostile_subject(root.path());
