@@ -140,8 +140,8 @@ fn used_kb(path: &str) -> Option<u64> {
     }
     // SAFETY: statvfs returned 0, so it filled st.
     let st = unsafe { st.assume_init() };
-    let used = st.f_blocks.saturating_sub(st.f_bfree) as u64;
-    Some(used * st.f_frsize as u64 / 1024)
+    let used = st.f_blocks.saturating_sub(st.f_bfree);
+    Some(used * st.f_frsize / 1024)
 }
 
 /// RSS in kB of `root` and everything below it: an upper bound of [`tree_pss_kb`].
