@@ -170,7 +170,7 @@ pub async fn run(g: &Global, a: &LocalizeArgs) -> Result<ExitCode> {
         }
         if found.epochs == Some(0) {
             println!(
-                "note: the training logged no epochs (train() does not call \
+                "note: the training logged no epochs (the program does not call \
                  reprolab.log_epoch(epoch, loss=…, acc=…) nor reprolab.watch(model)), so the \
                  dynamic monitors had nothing to read and only the static rules, which read \
                  config.json, judged it. See README, \"Bring your own training script\".\n"
