@@ -38,6 +38,12 @@ pub fn advice(subject: &Subject, outcome: &Outcome) -> Option<String> {
                  numbers under \"search\" and \"holdout\", e.g. \
                  return {{\"search\": acc_val, \"holdout\": acc_test}}"
             ),
+            "ModuleNotFoundError" => format!(
+                "the program imports a package reprolab's managed environment lacks ({message}; \
+                 it holds torch, numpy, scikit-learn, scipy, keras and pytest): run reprolab with \
+                 --python PATH, the interpreter of an environment that has it and torch, numpy \
+                 and scikit-learn (e.g. reprolab --python .venv/bin/python init .)"
+            ),
             "KeyError" => format!(
                 "{function} reads config[{message}], which config.json does not have: add the \
                  key with its value to config.json and to [space] in reprolab.toml (or read it \
@@ -129,6 +135,15 @@ mod tests {
         )
         .unwrap();
         assert!(holdout.contains("\"holdout\""), "{holdout}");
+        let missing_package = advice(
+            &s,
+            &exception("ModuleNotFoundError", "No module named 'torchvision'"),
+        )
+        .unwrap();
+        assert!(
+            missing_package.contains("'torchvision'") && missing_package.contains("--python PATH"),
+            "{missing_package}"
+        );
         let silent = advice(
             &s,
             &exception("ScriptResultMissing", "main.py finished without calling"),
