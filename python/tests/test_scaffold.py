@@ -64,3 +64,54 @@ def test_the_framework_is_read_from_the_imports():
     assert scaffold.scan("from tensorflow import keras\n")["framework"] == "keras"
     # Keras on the torch backend still is a Keras program only without torch of its own.
     assert scaffold.scan("import torch\nimport keras\n")["framework"] == "pytorch"
+
+
+CLI_SCRIPT = '''
+import argparse
+import reprolab
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--batch-size", type=int, default=64, help="input batch size")
+    p.add_argument("--lr", type=float, default="0.5")
+    p.add_argument("--opt", dest="optimizer", default="sgd", choices=["sgd", "adam"])
+    p.add_argument("-n", "--no-cuda", action="store_true")
+    p.add_argument("--keep", action="store_false")
+    p.add_argument("data")
+    p.add_argument("-v", action="count")
+    p.add_argument("--sizes", nargs="+", type=int)
+    p.add_argument("--version", action="version", version="1")
+    args = p.parse_args()
+    reprolab.result(search=1.0, holdout=1.0)
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_a_command_line_is_read_from_its_add_argument_calls():
+    cli = scaffold.scan(CLI_SCRIPT)["argparse"]
+    options = {o["dest"]: o for o in cli["options"]}
+    assert list(options) == ["batch_size", "lr", "optimizer", "no_cuda", "keep"]
+    assert options["batch_size"]["flag"] == "--batch-size" and options["batch_size"]["value"] == 64
+    assert options["batch_size"]["help"] == "input batch size"
+    assert options["lr"]["value"] == 0.5  # a string default goes through type=float
+    assert options["optimizer"]["flag"] == "--opt"
+    assert options["optimizer"]["choices"] == ["sgd", "adam"]
+    # a switch: the long option, and its default is its opposite
+    assert (options["no_cuda"]["flag"], options["no_cuda"]["action"], options["no_cuda"]["value"]) \
+        == ("--no-cuda", "store_true", False)
+    assert options["keep"]["value"] is True
+    assert cli["positional"] == ["data"]
+    assert cli["skipped"] == ["v", "sizes"]
+    assert scaffold.scan(CLI_SCRIPT)["calls_result"] is True
+    assert scaffold.scan("def f(a): pass\n")["argparse"] is None
+
+
+def test_upper_case_top_level_literals_are_constants():
+    found = scaffold.scan("LR = 0.1\nEPOCHS: int = 3\nlower = 1\nDEVICE = get()\n"
+                          "LR = 0.2\ndef f():\n    INNER = 1\n")
+    assert found["constants"] == [{"name": "LR", "line": 1, "value": 0.1},
+                                  {"name": "EPOCHS", "line": 2, "value": 3}]
+    assert found["calls_result"] is False
+    assert scaffold.scan("from reprolab import result as r\nr(search=1, holdout=2)\n")["calls_result"]
