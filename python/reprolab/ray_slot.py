@@ -168,15 +168,33 @@ def _read(path):
         return None
 
 
+def disk_bytes(directory):
+    """What the files below `directory` occupy on disk (allocated blocks; links not followed),
+    as supervise.rs's disk_mb counts it."""
+    total = 0
+    for root, dirs, files in os.walk(directory):
+        for name in dirs + files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
 class Bounds:
     """An evaluation's limits as the watchdog checks them (supervise.rs's order: wall clock,
-    memory of the tree, output size); `broken` names the first one past its bound."""
+    memory of the tree, output size, and every DISK_EVERY looks what the work directory (the
+    output's directory) holds); `broken` names the first one past its bound."""
+
+    DISK_EVERY = 10
 
     def __init__(self, limits, output):
         self.timeout_s = limits["timeout_s"]
         self.memory_kb = (limits.get("memory_mb") or 0) * 1024
         self.output_bytes = (limits.get("output_mb") or 0) * 2**20
+        self.disk_bytes = (limits.get("disk_mb") or 0) * 2**20
         self.output = output
+        self.looks = 0
 
     def broken(self, elapsed_s, used_kb):
         if elapsed_s > self.timeout_s:
@@ -186,6 +204,10 @@ class Bounds:
         if (self.output_bytes and os.path.exists(self.output)
                 and os.path.getsize(self.output) > self.output_bytes):
             return "output"
+        self.looks += 1
+        if (self.disk_bytes and self.looks % self.DISK_EVERY == 0
+                and disk_bytes(os.path.dirname(self.output)) > self.disk_bytes):
+            return "disk"
         return None
 
 

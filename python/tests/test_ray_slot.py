@@ -98,6 +98,12 @@ def test_a_slot_enforces_time_and_output_limits_and_keeps_its_worker(slot):
     assert json.loads(_eval(slot, "ok")["result"])["status"] == "ok"
 
 
+def test_a_slot_bounds_what_an_evaluation_writes(slot):
+    r = _eval(slot, "write_disk", disk_mb=64)
+    assert r["violation"] == "disk", r
+    assert slot._worker().alive()
+
+
 def test_a_slot_bounds_memory(slot):
     r = _eval(slot, "allocate", memory_mb=300)
     # RLIMIT_DATA makes the allocation fail (an oom result) or the watchdog kills the tree first

@@ -895,6 +895,9 @@ impl Inner {
                 timeout_s: job.timeout_s,
                 memory_mb: self.opts.memory_mb,
                 output_mb: self.opts.output_mb,
+                // A test run writes little; a generated answer that fills the disk is stopped
+                // long before it does harm.
+                disk_mb: 1024,
             },
             max_procs: self.opts.max_procs,
         })

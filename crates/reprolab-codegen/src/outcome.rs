@@ -24,6 +24,8 @@ pub enum Status {
     Timeout,
     Oom,
     OutputLimit,
+    /// Wrote more than the disk limit into its work directory.
+    DiskLimit,
     /// Nothing in the answer looks like code.
     NoCode,
     /// The generated definition could not be put into the repository file.
@@ -41,6 +43,7 @@ impl Status {
         Status::Timeout,
         Status::Oom,
         Status::OutputLimit,
+        Status::DiskLimit,
         Status::NoCode,
         Status::PatchError,
         Status::Infra,
@@ -54,6 +57,7 @@ impl Status {
             Status::Timeout => "timeout",
             Status::Oom => "oom",
             Status::OutputLimit => "output_limit",
+            Status::DiskLimit => "disk_limit",
             Status::NoCode => "no_code",
             Status::PatchError => "patch_error",
             Status::Infra => "infra",
@@ -233,6 +237,7 @@ pub enum Ending {
     Timeout,
     Memory,
     Output,
+    Disk,
     /// The runner that ran the sample died under it on every try: the sample's code killed it.
     RunnerKilled,
 }
@@ -254,6 +259,7 @@ pub fn judge(ending: Ending, record: Option<&Value>, output_tail: &str) -> Judge
         Ending::Timeout => return Judged::without_tests(Status::Timeout, None),
         Ending::Memory => return Judged::without_tests(Status::Oom, None),
         Ending::Output => return Judged::without_tests(Status::OutputLimit, None),
+        Ending::Disk => return Judged::without_tests(Status::DiskLimit, None),
         Ending::RunnerKilled => {
             return Judged::without_tests(
                 Status::Error,

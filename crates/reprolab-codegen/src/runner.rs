@@ -116,6 +116,7 @@ fn ending_of(violation: Option<Violation>, code: Option<i32>, signal: Option<i32
         Some(Violation::Timeout) => Ending::Timeout,
         Some(Violation::Memory) => Ending::Memory,
         Some(Violation::Output) => Ending::Output,
+        Some(Violation::Disk) => Ending::Disk,
         None => Ending::Exited { code, signal },
     }
 }

@@ -772,6 +772,15 @@ static RULES: &[Rule] = &[
         S::NotDlRelated
     ),
     rule!(
+        "disk_flood",
+        Some(Status::DiskLimit),
+        &[],
+        None,
+        None,
+        C::NonPromptedConsideration,
+        S::NotDlRelated
+    ),
+    rule!(
         "no_definition",
         Some(Status::PatchError),
         &["NoDefinition"],
@@ -1344,6 +1353,7 @@ pub fn is_failure(status: Status) -> bool {
             | Status::Timeout
             | Status::Oom
             | Status::OutputLimit
+            | Status::DiskLimit
             | Status::PatchError
     )
 }
@@ -1484,6 +1494,7 @@ mod tests {
                 "output_flood",
                 with_status(fail("", ""), Status::OutputLimit),
             ),
+            ("disk_flood", with_status(fail("", ""), Status::DiskLimit)),
             (
                 "no_definition",
                 with_status(

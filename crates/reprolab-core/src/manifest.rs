@@ -265,6 +265,9 @@ pub struct Limits {
     pub memory_mb: u64,
     /// Limit on what the evaluation prints, in MiB (default 16).
     pub output_mb: u64,
+    /// Limit on what the evaluation writes into its work directory (its only writable place,
+    /// TMPDIR included), in MiB (default 8192).
+    pub disk_mb: u64,
 }
 
 impl Default for Limits {
@@ -273,6 +276,7 @@ impl Default for Limits {
             timeout_s: 600.0,
             memory_mb: 4096,
             output_mb: 16,
+            disk_mb: 8192,
         }
     }
 }
@@ -1183,7 +1187,7 @@ impl Walker<'_> {
                 root,
                 &[],
                 "limits",
-                "a table [limits] with timeout_s, memory_mb, output_mb",
+                "a table [limits] with timeout_s, memory_mb, output_mb, disk_mb",
             )
             .optional(),
         ) else {
@@ -1193,7 +1197,7 @@ impl Walker<'_> {
         self.check_keys(
             t,
             path,
-            &["timeout_s", "memory_mb", "output_mb"],
+            &["timeout_s", "memory_mb", "output_mb", "disk_mb"],
             "one of the keys of [limits]",
         );
         let mut ok = true;
@@ -1217,6 +1221,7 @@ impl Walker<'_> {
         for (key, slot) in [
             ("memory_mb", &mut limits.memory_mb),
             ("output_mb", &mut limits.output_mb),
+            ("disk_mb", &mut limits.disk_mb),
         ] {
             let expected = "a positive integer number of MiB, at most 16777216 (16 TiB)";
             match self.get_i64(&Field::new(t, path, key, expected).optional()) {

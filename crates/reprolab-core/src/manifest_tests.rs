@@ -135,7 +135,8 @@ fn loads_a_valid_subject_with_every_field() {
         Limits {
             timeout_s: 300.0,
             memory_mb: 2048,
-            output_mb: 8
+            output_mb: 8,
+            disk_mb: 8192
         }
     );
 
@@ -1114,7 +1115,8 @@ fn the_documented_example_is_valid() {
         Limits {
             timeout_s: 300.0,
             memory_mb: 4096,
-            output_mb: 16
+            output_mb: 16,
+            disk_mb: 8192
         }
     );
 }

@@ -27,6 +27,8 @@ pub enum Outcome {
     Oom { limit_mb: u64, peak_mb: u64 },
     /// The subject printed more than the output cap.
     OutputLimit { limit_mb: u64 },
+    /// The subject wrote more than the disk cap into its work directory.
+    DiskLimit { limit_mb: u64 },
     /// The process died by a signal or exited without writing a result.
     Crash {
         exit_code: Option<i32>,
@@ -82,6 +84,7 @@ impl Outcome {
             Outcome::Timeout { .. } => "timeout",
             Outcome::Oom { .. } => "oom",
             Outcome::OutputLimit { .. } => "output_limit",
+            Outcome::DiskLimit { .. } => "disk_limit",
             Outcome::Crash { .. } => "crash",
             Outcome::Infra { .. } => "infra",
             Outcome::Pruned { .. } => "pruned",
@@ -131,6 +134,9 @@ impl Outcome {
             }
             Outcome::OutputLimit { limit_mb } => {
                 format!("output_limit: printed more than {limit_mb} MB")
+            }
+            Outcome::DiskLimit { limit_mb } => {
+                format!("disk_limit: wrote more than {limit_mb} MB")
             }
             Outcome::Crash {
                 exit_code,

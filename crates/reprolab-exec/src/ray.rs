@@ -479,7 +479,7 @@ async fn write_lines(mut stdin: ChildStdin, mut lines: mpsc::UnboundedReceiver<S
 
 fn limits_json(limits: &Limits) -> Value {
     json!({"timeout_s": limits.timeout_s, "memory_mb": limits.memory_mb,
-           "output_mb": limits.output_mb})
+           "output_mb": limits.output_mb, "disk_mb": limits.disk_mb})
 }
 
 fn exit_of(ev: &Value) -> Exit {
@@ -494,6 +494,7 @@ fn violation_of(ev: &Value) -> Option<Violation> {
         Some("timeout") => Some(Violation::Timeout),
         Some("memory") => Some(Violation::Memory),
         Some("output") => Some(Violation::Output),
+        Some("disk") => Some(Violation::Disk),
         _ => None,
     }
 }

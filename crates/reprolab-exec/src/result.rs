@@ -50,6 +50,9 @@ pub fn interpret(
         Some(Violation::Output) => Outcome::OutputLimit {
             limit_mb: limits.output_mb,
         },
+        Some(Violation::Disk) => Outcome::DiskLimit {
+            limit_mb: limits.disk_mb,
+        },
         None => from_result_file(
             &workdir.join("result.json"),
             exit,

@@ -37,6 +37,7 @@ fn job(dir: &Path, tag: &str) -> Job {
             timeout_s: 300.0,
             memory_mb: 4096,
             output_mb: 4,
+            disk_mb: 1024,
         },
         prune: None,
     }

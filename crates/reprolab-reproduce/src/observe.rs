@@ -22,6 +22,8 @@ pub enum RunStatus {
     Oom,
     /// Printed more than the output limit.
     OutputLimit,
+    /// Wrote more than the disk limit into its work directory.
+    DiskLimit,
     /// The process died without a record (a signal, a crash in native code).
     Crashed,
     /// reprolab could not start it.
@@ -37,6 +39,7 @@ impl RunStatus {
             RunStatus::Timeout => "timeout",
             RunStatus::Oom => "oom",
             RunStatus::OutputLimit => "output-limit",
+            RunStatus::DiskLimit => "disk-limit",
             RunStatus::Crashed => "crashed",
             RunStatus::NotStarted => "not-started",
         }

@@ -39,6 +39,7 @@ pub fn default_limits() -> Limits {
         timeout_s: 120.0,
         memory_mb: 4096,
         output_mb: 4,
+        disk_mb: 2048,
     }
 }
 
@@ -389,6 +390,7 @@ fn limit_status(v: Violation) -> RunStatus {
         Violation::Timeout => RunStatus::Timeout,
         Violation::Memory => RunStatus::Oom,
         Violation::Output => RunStatus::OutputLimit,
+        Violation::Disk => RunStatus::DiskLimit,
     }
 }
 

@@ -243,6 +243,7 @@ fn abnormal(o: &Observation) -> Option<RunJudgement> {
         RunStatus::Timeout
         | RunStatus::Oom
         | RunStatus::OutputLimit
+        | RunStatus::DiskLimit
         | RunStatus::Crashed
         | RunStatus::NotStarted => Some(run(o, false, o.headline())),
         _ => None,

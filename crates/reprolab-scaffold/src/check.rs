@@ -67,6 +67,10 @@ pub fn advice(subject: &Subject, outcome: &Outcome) -> Option<String> {
             "the training printed more than {limit_mb} MiB: print less, or raise output_mb in \
              [limits] of reprolab.toml"
         ),
+        Outcome::DiskLimit { limit_mb } => format!(
+            "the training wrote more than {limit_mb} MiB into its work directory (checkpoints, \
+             logs, TMPDIR): write less, or raise disk_mb in [limits] of reprolab.toml"
+        ),
         Outcome::Crash { .. } => format!(
             "the training died without a result ({}); see its last output above",
             outcome.summary()

@@ -92,6 +92,7 @@ goal = "max"
 timeout_s = 600
 memory_mb = 4096
 output_mb = 16
+disk_mb = 8192                     # what one training may write (checkpoints, TMPDIR)
 
 # Every key of config.json, typed. Keys the study knows (lr, batch_size, epochs, optimizer,
 # activation, loss, units, initialisers) have its values and fault type: check that {file}

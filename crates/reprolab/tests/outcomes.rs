@@ -89,6 +89,15 @@ fn plain_scripts_get_the_same_outcomes() {
 }
 
 #[test]
+fn a_run_that_fills_its_disk_is_stopped_at_the_limit() {
+    for subject in ["outcomes", "outcomes-script"] {
+        let o = outcome_of(subject, "write_disk");
+        assert_eq!(o["status"], "disk_limit", "{subject}: {o}");
+        assert_eq!(o["limit_mb"], 64, "{subject}: {o}");
+    }
+}
+
+#[test]
 fn subject_code_sees_no_credentials() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config_file(tmp.path(), "c.json", json!({ "behavior": "secrets" }));

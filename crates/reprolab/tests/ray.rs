@@ -642,6 +642,7 @@ async fn cancel_on_a_slot(address: &str) {
             timeout_s: 300.0,
             memory_mb: 4096,
             output_mb: 4,
+            disk_mb: 1024,
         },
         prune: None,
     };
