@@ -53,7 +53,7 @@ pub enum ScaffoldError {
          no hyperparameter as a top-level constant (LR = 0.01), so reprolab cannot pass it a \
          config; name a function instead, --entry {spec}:FUNCTION, where {CONTRACT}"
     )]
-    NoCommandLine { spec: String },
+    NothingToSet { spec: String },
     /// `--entry` names a file that is not a Python file of the directory.
     #[error("--entry {spec:?}: {} is not a Python file in {}", .path.display(), .dir.display())]
     EntryFile {
@@ -140,7 +140,7 @@ impl ScaffoldError {
         matches!(
             self,
             Self::EntrySpec { .. }
-                | Self::NoCommandLine { .. }
+                | Self::NothingToSet { .. }
                 | Self::EntryFile { .. }
                 | Self::EntryMissing { .. }
                 | Self::EntryParameters { .. }

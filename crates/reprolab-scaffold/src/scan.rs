@@ -45,7 +45,6 @@ pub struct CliOption {
     /// `store_true` / `store_false` for a switch, `None` for an option taking a value.
     #[serde(default)]
     pub action: Option<String>,
-    pub line: u32,
     /// The default (a switch defaults to its opposite), when a literal.
     #[serde(default)]
     pub value: Option<Value>,
@@ -59,8 +58,6 @@ pub struct CliOption {
 /// The script's command line, as its `add_argument` calls declare it.
 #[derive(Debug, Clone, Deserialize)]
 pub struct CommandLine {
-    /// The first `add_argument` call's line.
-    pub line: u32,
     pub options: Vec<CliOption>,
     /// Positional arguments: values the script needs on every command line.
     pub positional: Vec<String>,
@@ -72,7 +69,6 @@ pub struct CommandLine {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Constant {
     pub name: String,
-    pub line: u32,
     pub value: Value,
 }
 
@@ -111,8 +107,9 @@ pub struct Entry {
     pub dynamic: usize,
     /// The framework its file imports ("pytorch" or "keras").
     pub framework: String,
-    /// For a command-line script (no `train(config, seed)`), how `reprolab_entry.py` runs it;
-    /// `file` is then the script and `function` `train` of the entry file.
+    /// For a script without `train(config, seed)` (a command line, or constants), how
+    /// `reprolab_entry.py` runs it; `file` is then the script and `function` `train` of the
+    /// entry file.
     pub script: Option<ScriptEntry>,
 }
 
@@ -205,8 +202,8 @@ fn script_entry_of(file: String, script: &Script) -> Option<Entry> {
     })
 }
 
-/// The entry `--entry FILE.py:FUNCTION` names: the file must be in `dir` and define the
-/// function with at least two parameters.
+/// The entry `--entry FILE.py:FUNCTION` names (the file must be in `dir` and define the
+/// function with at least two parameters), or `--entry FILE.py`, a script run as it is.
 fn named(env: &PythonEnv, dir: &Path, spec: &str) -> Result<Entry> {
     let (file, function) = match spec.rsplit_once(':') {
         Some((file, function)) => (file, Some(function)),
@@ -224,7 +221,7 @@ fn named(env: &PythonEnv, dir: &Path, spec: &str) -> Result<Entry> {
     let mut script = scan(env, &path)?;
     let Some(function) = function else {
         return script_entry_of(file.to_string(), &script)
-            .ok_or_else(|| ScaffoldError::NoCommandLine { spec: spec.into() });
+            .ok_or_else(|| ScaffoldError::NothingToSet { spec: spec.into() });
     };
     let Some(f) = script.functions.iter().find(|f| f.name == function) else {
         let found: Vec<String> = script.functions.iter().map(describe).collect();

@@ -286,7 +286,6 @@ mod tests {
             dest: dest.into(),
             flag: flag.into(),
             action: action.map(Into::into),
-            line: 1,
             value,
             choices: None,
             help: None,
@@ -300,7 +299,6 @@ mod tests {
     /// The command line of PyTorch's MNIST example, less its help texts.
     fn mnist() -> CommandLine {
         CommandLine {
-            line: 1,
             options: vec![
                 option("batch_size", "--batch-size", None, Some(json!(64))),
                 option("epochs", "--epochs", None, Some(json!(14))),
@@ -366,7 +364,6 @@ mod tests {
     fn constants_of_a_plain_script_become_keys() {
         let constant = |name: &str, value: Value| Constant {
             name: name.into(),
-            line: 1,
             value,
         };
         let (e, keys) = plan_constants(
