@@ -379,4 +379,16 @@ fn a_script_of_constants_runs_with_the_config_in_their_place() {
         .and_then(|s| s.parse::<f64>().ok())
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(trained > 0.8 && untrained < 0.3, "{trained} {untrained}");
+
+    // --json says how the script runs.
+    let out = run(reprolab(tmp.path()).args(["init", "--json"]).arg(&dir));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["entry"], "reprolab_entry.py:train", "{v}");
+    assert_eq!(v["script"]["via"], "constants", "{v}");
+    assert_eq!(v["script"]["seed"], "SEED", "{v}");
+    assert_eq!(
+        v["script"]["defaulted"],
+        serde_json::json!(["DATA_DIR"]),
+        "{v}"
+    );
 }

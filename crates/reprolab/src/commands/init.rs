@@ -66,6 +66,15 @@ pub async fn run(g: &Global, a: &InitArgs) -> Result<ExitCode> {
             "subject": name, "entry": entry.spec(),
             "written": written.written, "kept": written.kept,
             "known": files.known, "unvalued": files.unvalued, "dynamic": entry.dynamic,
+            "script": entry.script.as_ref().map(|s| json!({
+                "file": entry.file,
+                "via": match s.via {
+                    scaffold::script_entry::Via::Options => "options",
+                    scaffold::script_entry::Via::Constants => "constants",
+                },
+                "seed": s.seed_option, "defaulted": s.defaulted, "positional": s.positional,
+                "skipped": s.skipped, "calls_result": s.calls_result,
+            })),
             "check": {"outcome": outcome, "duration_s": e.record.duration_s, "advice": advice},
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
