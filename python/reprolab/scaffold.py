@@ -2,7 +2,8 @@
 
     python -m reprolab.scaffold FILE
 
-prints one JSON object:
+(FILE a script, or a Jupyter notebook read as the script its code cells make) prints one JSON
+object:
 
     {"functions": [{"name", "line", "params": [names], "candidate": bool}],
      "keys": {"FUNCTION": [{"key", "line", "value"?, "source": "get" | "literal"}]},
@@ -270,15 +271,20 @@ def main(argv):
         print("usage: python -m reprolab.scaffold FILE", file=sys.stderr)
         return 2
     path = argv[0]
+    from reprolab import ReprolabContractError
+    from reprolab.script_entry import read_source
+
     try:
-        with open(path, encoding="utf-8") as f:
-            source = f.read()
-        result = scan(source, path)
+        result = scan(read_source(path), path)
     except OSError as e:
         print(f"{path}: cannot read: {e.strerror}", file=sys.stderr)
         return 2
+    except ReprolabContractError as e:
+        print(str(e), file=sys.stderr)
+        return 2
     except SyntaxError as e:
-        print(f"{path}:{e.lineno}:{e.offset}: syntax error: {e.msg}", file=sys.stderr)
+        where = " (a line of the script its code cells make)" if path.endswith(".ipynb") else ""
+        print(f"{path}:{e.lineno}:{e.offset}: syntax error{where}: {e.msg}", file=sys.stderr)
         return 2
     print(json.dumps(result))
     return 0

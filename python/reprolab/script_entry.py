@@ -25,11 +25,13 @@ would, but in the warm worker (no new process, torch already imported): as `__ma
 
 A script of constants runs with config.json's values in place of the constants it names (the
 assignment `LR = 0.01` at the top level of the script becomes `LR = config["LR"]`; nothing else
-of the script changes) and reprolab's seed in place of `SEED_CONSTANT`'s.
+of the script changes) and reprolab's seed in place of `SEED_CONSTANT`'s. A Jupyter notebook
+(`.ipynb`) runs the same way, as the script its code cells make (`notebook_source`).
 """
 from __future__ import annotations
 
 import ast
+import json
 import os
 import runpy
 import sys
@@ -100,6 +102,49 @@ def run_script_as_train(entry_file, script, options, config, seed, args=(), seed
     return _run(script, path, argv, seed, lambda: runpy.run_path(path, run_name="__main__"))
 
 
+# Cell magics whose cell is still Python (the magic line is dropped); any other `%%` cell (bash,
+# html, writefile, ...) is left out.
+_PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture")
+
+
+def notebook_source(path):
+    """The Python a notebook's code cells make, in order, one cell after another: IPython's line
+    magics (`%matplotlib inline`) and shell lines (`!pip install ...`) become `pass` (indented as
+    they were, so a block stays a block), a cell of another language (`%%bash`) is left out."""
+    with open(path, encoding="utf-8") as f:
+        try:
+            notebook = json.load(f)
+        except ValueError as e:
+            raise reprolab.ReprolabContractError(f"{path}: not a notebook (JSON: {e})") from None
+    cells = []
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        lines = ("".join(source) if isinstance(source, list) else str(source)).splitlines()
+        first = lines[0].strip() if lines else ""
+        if first.startswith("%%"):
+            if not first.startswith(_PYTHON_CELL_MAGICS):
+                continue
+            lines = lines[1:]
+        kept = []
+        for line in lines:
+            stripped = line.lstrip()
+            if stripped.startswith(("%", "!")):
+                line = line[: len(line) - len(stripped)] + "pass"
+            kept.append(line)
+        cells.append("\n".join(kept))
+    return "\n\n".join(cells) + "\n"
+
+
+def read_source(path):
+    """A script's text, or the script a notebook's code cells make."""
+    if path.endswith(".ipynb"):
+        return notebook_source(path)
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
 def _constant_target(node):
     """NAME of a top-level `NAME = value` or `NAME: type = value`, else None."""
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -139,14 +184,17 @@ def run_script_with_constants(entry_file, script, config, seed, seed_constant=No
     values = dict(config)
     if seed_constant:
         values[seed_constant] = seed
-    with open(path, encoding="utf-8") as f:
-        code = with_constants(f.read(), path, values)
+    code = with_constants(read_source(path), path, values)
 
     def execute():
         import builtins
 
-        exec(code, {"__name__": "__main__", "__file__": path, "__builtins__": builtins,
-                    "__reprolab_values__": values})
+        namespace = {"__name__": "__main__", "__file__": path, "__builtins__": builtins,
+                     "__reprolab_values__": values}
+        if path.endswith(".ipynb"):
+            # What a notebook calls without importing it: IPython's display, as a print.
+            namespace["display"] = lambda *objects, **_: print(*objects)
+        exec(code, namespace)
 
     return _run(script, path, [path], seed, execute)
 

@@ -1,4 +1,6 @@
 """reprolab.script_entry: a script without train(config, seed) run as one."""
+import json
+
 import pytest
 
 import reprolab
@@ -72,3 +74,27 @@ def test_constants_take_the_config_s_values(tmp_path):
 def test_result_prints_outside_reprolab(capsys):
     reprolab.result(search=0.5, holdout=0.25)
     assert capsys.readouterr().out == "reprolab.result: search=0.5, holdout=0.25\n"
+
+
+def _notebook(cells):
+    return json.dumps({"cells": [{"cell_type": t, "source": s, "metadata": {}} for t, s in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_a_notebook_runs_as_the_script_its_code_cells_make(tmp_path):
+    (tmp_path / "train.ipynb").write_text(_notebook([
+        ("markdown", "# Training\nLR = 5"),
+        ("code", ["%matplotlib inline\n", "import reprolab\n", "LR = 0.1\n", "EPOCHS = 2"]),
+        ("code", "%%bash\necho not python"),
+        ("code", "for i in range(1):\n    !nvidia-smi\n    x = LR * EPOCHS"),
+        ("code", ["%%time\n", "display(x)\n", "reprolab.result(search=x, holdout=EPOCHS)"]),
+    ]))
+    source = script_entry.notebook_source(str(tmp_path / "train.ipynb"))
+    assert "echo" not in source and "LR = 5" not in source
+    assert "    pass\n    x = LR" in source
+    entry = str(tmp_path / "reprolab_entry.py")
+    out = script_entry.run_script_with_constants(entry, "train.ipynb", {"LR": 0.5}, 0)
+    assert out == {"search": 1.0, "holdout": 2}
+    (tmp_path / "broken.ipynb").write_text("{not json")
+    with pytest.raises(reprolab.ReprolabContractError, match="not a notebook"):
+        script_entry.notebook_source(str(tmp_path / "broken.ipynb"))

@@ -148,7 +148,8 @@ pub fn scan(env: &PythonEnv, path: &Path) -> Result<Script> {
     }
 }
 
-/// The `.py` files directly in `dir`, sorted (`init` looks at the script, not at a package).
+/// The `.py` files and Jupyter notebooks directly in `dir`, sorted (`init` looks at the script,
+/// not at a package).
 fn python_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|source| ScaffoldError::List {
@@ -156,10 +157,14 @@ fn python_files(dir: &Path) -> Result<Vec<PathBuf>> {
             source,
         })?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "py"))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "py" || x == "ipynb"))
         .collect();
     files.sort();
     Ok(files)
+}
+
+fn is_notebook(file: &str) -> bool {
+    file.ends_with(".ipynb")
 }
 
 fn file_name(path: &Path) -> String {
@@ -182,7 +187,12 @@ fn entry_of(file: String, script: &mut Script, function: &str) -> Entry {
 /// its command line when it declares options, else through its top-level constants when any is
 /// a hyperparameter.
 fn script_entry_of(file: String, script: &Script) -> Option<Entry> {
-    let (script_entry, keys) = match script.argparse.as_ref().filter(|l| !l.options.is_empty()) {
+    // A notebook has no command line to pass options on: its constants only.
+    let options = script
+        .argparse
+        .as_ref()
+        .filter(|l| !l.options.is_empty() && !is_notebook(&file));
+    let (script_entry, keys) = match options {
         Some(line) => script_entry::plan(line, script.calls_result),
         None => {
             let planned = script_entry::plan_constants(&script.constants, script.calls_result);
@@ -207,11 +217,12 @@ fn script_entry_of(file: String, script: &Script) -> Option<Entry> {
 fn named(env: &PythonEnv, dir: &Path, spec: &str) -> Result<Entry> {
     let (file, function) = match spec.rsplit_once(':') {
         Some((file, function)) => (file, Some(function)),
-        None if spec.ends_with(".py") => (spec, None),
+        None if spec.ends_with(".py") || is_notebook(spec) => (spec, None),
         None => return Err(ScaffoldError::EntrySpec { spec: spec.into() }),
     };
     let path = dir.join(file);
-    if !file.ends_with(".py") || !path.is_file() {
+    let script_kind = file.ends_with(".py") || (is_notebook(file) && function.is_none());
+    if !script_kind || !path.is_file() {
         return Err(ScaffoldError::EntryFile {
             spec: spec.into(),
             path,
@@ -281,6 +292,8 @@ pub fn choose(env: &PythonEnv, dir: &Path, spec: Option<&str>) -> Result<Entry> 
     let candidates: Vec<(usize, String)> = scripts
         .iter()
         .enumerate()
+        // A notebook's functions cannot be imported: it runs only as a script.
+        .filter(|(_, (file, _))| !is_notebook(file))
         .flat_map(|(i, (file, s))| {
             s.functions
                 .iter()

@@ -229,10 +229,15 @@ def train(config, seed):
 
 fn constants_entry_file(script: &str, e: &ScriptEntry) -> String {
     let seed = seed_literal(e);
+    let runs = if script.ends_with(".ipynb") {
+        format!("the code cells of {script} in order (IPython magics and `!` lines skipped)")
+    } else {
+        format!("{script} as `python {script}` would")
+    };
     format!(
         r#""""reprolab's entry for {script}, written by `reprolab init`.
 
-reprolab calls train(config, seed); it runs {script} as `python {script}` would, inside reprolab's
+reprolab calls train(config, seed); it runs {runs}, inside reprolab's
 worker, with each key of config.json in place of the top-level constant of that name (`LR = 0.01`
 runs as `LR = config["LR"]`; nothing else changes) and the seed in place of SEED_CONSTANT's, and
 returns what {script} passes to reprolab.result(search=..., holdout=...) (call it once, after

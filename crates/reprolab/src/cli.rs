@@ -92,7 +92,8 @@ examples) works as it is: config.json gets its options' defaults (settings such 
 or --no-cuda keep theirs), reprolab_entry.py runs it with those options and the seed, and the \
 script reports its metric with one added line, reprolab.result(search=..., holdout=...). So \
 does a script that sets its hyperparameters as top-level constants (LR = 0.01): config.json \
-holds them, and the script runs with config.json's values in their place. \
+holds them, and the script runs with config.json's values in their place; a Jupyter notebook \
+(.ipynb) runs the same way, as the script its code cells make. \
 Existing files are kept (and listed) unless --force. Then one training checks the contract and, \
 when it fails, says what to change. Exits 0 when the training passes, 1 when it fails.",
         after_help = "Examples:\n  reprolab init my-model\n  reprolab init my-model --entry main.py:fit\n  reprolab init mnist --entry main.py      # an argparse script\n  reprolab eval my-model --runs 10"

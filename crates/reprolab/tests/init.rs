@@ -392,3 +392,47 @@ fn a_script_of_constants_runs_with_the_config_in_their_place() {
         "{v}"
     );
 }
+
+#[test]
+fn a_notebook_of_constants_runs_as_its_code_cells() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The constants script as a notebook: a markdown cell, a magic, the code in two cells.
+    let (head, body) = CONSTANTS_SCRIPT
+        .split_once("torch.manual_seed(SEED)")
+        .unwrap();
+    let notebook = serde_json::json!({
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": ["# Digits\n"]},
+            {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 1,
+             "source": format!("%matplotlib inline\n{head}")},
+            {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 2,
+             "source": format!("torch.manual_seed(SEED){body}")},
+        ],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    });
+    let dir = subject_dir(
+        tmp.path(),
+        "nb",
+        "digits.ipynb",
+        &serde_json::to_string(&notebook).unwrap(),
+    );
+    let out = run(reprolab(tmp.path()).arg("init").arg(&dir));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("digits.ipynb sets its hyperparameters as top-level constants"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("check: one training (seed 0) passed"),
+        "{stdout}"
+    );
+    let entry = std::fs::read_to_string(dir.join("reprolab_entry.py")).unwrap();
+    assert!(entry.contains("the code cells of digits.ipynb"), "{entry}");
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+    assert_eq!(
+        config,
+        serde_json::json!({"LEARNING_RATE": 0.01, "BATCH_SIZE": 64, "EPOCHS": 3})
+    );
+}
