@@ -88,8 +88,8 @@ pub async fn run(g: &Global, a: &InitArgs) -> Result<ExitCode> {
         );
         let dir = a.dir.display();
         println!(
-            "next: reprolab eval {dir} --runs 10; reprolab localize {dir}; with a known fix in \
-             [fix], reprolab faults and reprolab repair"
+            "next: reprolab eval {dir} --runs 10; reprolab localize {dir}; reprolab repair \
+             {dir}; with a known fix in [fix], reprolab faults {dir} --measure 10"
         );
     } else {
         println!(
