@@ -266,8 +266,24 @@ pub struct Limits {
     /// Limit on what the evaluation prints, in MiB (default 16).
     pub output_mb: u64,
     /// Limit on what the evaluation writes into its work directory (its only writable place,
-    /// TMPDIR included), in MiB (default 8192).
+    /// TMPDIR included), in MiB (default 8192). Serialised (and so in the subject's source
+    /// hash) only when not the default, so that the cache keys of subjects written before it
+    /// existed stay what they were.
+    #[serde(
+        default = "default_disk_mb",
+        skip_serializing_if = "is_default_disk_mb"
+    )]
     pub disk_mb: u64,
+}
+
+const DEFAULT_DISK_MB: u64 = 8192;
+
+fn default_disk_mb() -> u64 {
+    DEFAULT_DISK_MB
+}
+
+fn is_default_disk_mb(mb: &u64) -> bool {
+    *mb == DEFAULT_DISK_MB
 }
 
 impl Default for Limits {
@@ -276,7 +292,7 @@ impl Default for Limits {
             timeout_s: 600.0,
             memory_mb: 4096,
             output_mb: 16,
-            disk_mb: 8192,
+            disk_mb: DEFAULT_DISK_MB,
         }
     }
 }

@@ -1022,6 +1022,18 @@ fn load_config_validates_against_the_space() {
 }
 
 #[test]
+fn the_default_disk_limit_leaves_the_source_hash_as_before_it_existed() {
+    let d = subject(MANIFEST, CONFIG);
+    let s = Subject::load(d.path()).unwrap();
+    let limits = serde_json::to_value(s.limits).unwrap();
+    assert!(limits.get("disk_mb").is_none(), "{limits}");
+    let h = s.source_hash().unwrap();
+    let mut wider = s.clone();
+    wider.limits.disk_mb = 100;
+    assert_ne!(wider.source_hash().unwrap(), h);
+}
+
+#[test]
 fn source_hash_is_stable_and_tracks_sources() {
     let d = subject(MANIFEST, CONFIG);
     let s = Subject::load(d.path()).unwrap();
