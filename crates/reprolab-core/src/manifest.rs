@@ -56,6 +56,80 @@ pub struct Subject {
     pub limits: Limits,
     /// The known fix (ground truth), if the manifest has one.
     pub fix: Option<Fix>,
+    /// Packages the program needs beyond the managed environment (`[environment] packages`),
+    /// installed into it on first use.
+    pub packages: Vec<Package>,
+}
+
+/// A package a subject needs: a release from PyPI (`torchvision==0.25.0`), or a wheel file in
+/// the subject directory (`wheels/mylib-0.1-py3-none-any.whl`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Package {
+    /// The distribution's name, normalised (PEP 503: lower case, runs of `-_.` as `-`).
+    pub dist: String,
+    pub version: String,
+    /// The wheel, absolute; `None` for a release from the index.
+    pub wheel: Option<PathBuf>,
+}
+
+impl Package {
+    /// `dist==version`: what the subject's source hash records.
+    pub fn pin(&self) -> String {
+        format!("{}=={}", self.dist, self.version)
+    }
+
+    /// What the installer is given: the wheel's path, else the pin.
+    pub fn install_spec(&self) -> String {
+        match &self.wheel {
+            Some(w) => w.display().to_string(),
+            None => self.pin(),
+        }
+    }
+}
+
+/// PEP 503 normalisation of a distribution name.
+fn normalise_dist(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !out.ends_with('-') {
+                out.push('-');
+            }
+        } else {
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+/// `NAME==VERSION` as a [`Package`] from the index; `None` when it is not of that form.
+fn parse_pin(text: &str) -> Option<Package> {
+    let (name, version) = text.split_once("==")?;
+    let (name, version) = (name.trim(), version.trim());
+    let name_ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    let version_ok = version.chars().next().is_some_and(|c| c.is_ascii_digit())
+        && version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".+!".contains(c));
+    (name_ok && version_ok).then(|| Package {
+        dist: normalise_dist(name),
+        version: version.to_string(),
+        wheel: None,
+    })
+}
+
+/// The distribution and version a wheel's file name states (PEP 427:
+/// `NAME-VERSION(-BUILD)?-PY-ABI-PLATFORM.whl`).
+fn wheel_name(file: &str) -> Option<(String, String)> {
+    let stem = file.strip_suffix(".whl")?;
+    let parts: Vec<&str> = stem.split('-').collect();
+    if !(5..=6).contains(&parts.len()) || parts[0].is_empty() || parts[1].is_empty() {
+        return None;
+    }
+    Some((normalise_dist(parts[0]), parts[1].to_string()))
 }
 
 /// `Display` as the keyword the manifest spells ([`Task::as_str`] and the like).
@@ -372,6 +446,7 @@ impl Subject {
                 space: p.space,
                 limits: p.limits,
                 fix: p.fix,
+                packages: p.packages,
             }),
             _ => {
                 if issues.is_empty() {
@@ -453,6 +528,11 @@ impl Subject {
         // written before `backend` existed (or that name torch) stay what they were.
         if self.backend != KerasBackend::default() {
             run["backend"] = serde_json::json!(self.backend);
+        }
+        // Likewise packages: only a subject that names some has them in its hash (a wheel's
+        // bytes are in the tree's hash already).
+        if !self.packages.is_empty() {
+            run["packages"] = self.packages.iter().map(Package::pin).collect();
         }
         Ok(crate::hash::sha256_hex(format!("{tree}\n{run}").as_bytes()))
     }
@@ -693,6 +773,7 @@ struct Parsed {
     space: SearchSpace,
     limits: Limits,
     fix: Option<Fix>,
+    packages: Vec<Package>,
 }
 
 const ROOT_KEYS: &[&str] = &[
@@ -708,6 +789,7 @@ const ROOT_KEYS: &[&str] = &[
     "limits",
     "space",
     "fix",
+    "environment",
 ];
 const PARAM_TYPES: &[&str] = &["choice", "int", "float", "log-float"];
 
@@ -1104,6 +1186,7 @@ impl Walker<'_> {
             });
 
         let fix = self.fix(root, dir, shown_dir, space.as_ref(), &broken);
+        let packages = self.environment(root, dir);
 
         let (config_path, config) = config?;
         Some(Parsed {
@@ -1120,6 +1203,120 @@ impl Walker<'_> {
             space: space?,
             limits: limits?,
             fix: fix?,
+            packages: packages?,
+        })
+    }
+
+    /// `[environment] packages = [...]`: optional; each a `NAME==VERSION` release or a `.whl`
+    /// file inside the subject directory. `None` when one is wrong (an issue is recorded).
+    fn environment(&mut self, root: &toml::Table, dir: &Path) -> Option<Vec<Package>> {
+        if !root.contains_key("environment") {
+            return Some(Vec::new());
+        }
+        let t = self.get_table(
+            &Field::new(
+                root,
+                &[],
+                "environment",
+                "a table [environment] with packages = [\"NAME==VERSION\" or \"FILE.whl\", ...]",
+            )
+            .optional(),
+        )?;
+        let path = &["environment"];
+        self.check_keys(t, path, &["packages"], "one of the keys of [environment]");
+        let expected = "a release pinned as \"NAME==VERSION\" (torchvision==0.25.0) or a wheel \
+                        file inside the subject directory (wheels/NAME-VERSION-py3-none-any.whl)";
+        let list_expected = "an array of packages, like [\"torchvision==0.25.0\"]";
+        let mut packages = Some(Vec::new());
+        match self.get(&Field::new(t, path, "packages", list_expected).optional()) {
+            None => {}
+            Some(Toml::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    let p = vec![
+                        "environment".to_string(),
+                        "packages".to_string(),
+                        i.to_string(),
+                    ];
+                    let parsed = match item {
+                        Toml::String(s) if s.ends_with(".whl") => self.wheel(p, s, dir, expected),
+                        Toml::String(s) => parse_pin(s).or_else(|| {
+                            self.push(p, IssueKind::InvalidValue, Some(quote(s)), expected, None);
+                            None
+                        }),
+                        other => {
+                            self.push(
+                                p,
+                                IssueKind::WrongType,
+                                Some(show_typed(other)),
+                                expected,
+                                None,
+                            );
+                            None
+                        }
+                    };
+                    match (parsed, packages.as_mut()) {
+                        (Some(pkg), Some(list)) => list.push(pkg),
+                        (None, _) => packages = None,
+                        _ => {}
+                    }
+                }
+            }
+            Some(other) => {
+                self.push(
+                    vec!["environment".into(), "packages".into()],
+                    IssueKind::WrongType,
+                    Some(show_typed(other)),
+                    list_expected,
+                    None,
+                );
+                packages = None;
+            }
+        }
+        packages
+    }
+
+    /// A wheel named in `[environment] packages`: a file inside the subject directory whose
+    /// name states its distribution and version.
+    fn wheel(
+        &mut self,
+        key: Vec<String>,
+        rel: &str,
+        dir: &Path,
+        expected: &str,
+    ) -> Option<Package> {
+        let file = Path::new(rel);
+        let inside = file.is_relative()
+            && !file
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir));
+        let named = file
+            .file_name()
+            .and_then(|n| wheel_name(&n.to_string_lossy()));
+        let path = dir.join(file);
+        let problem = if !inside {
+            Some("a path relative to the subject directory, without `..`")
+        } else if named.is_none() {
+            Some("a wheel file name NAME-VERSION-PY-ABI-PLATFORM.whl")
+        } else if !path.is_file() {
+            Some("an existing file")
+        } else {
+            None
+        };
+        if let Some(hint) = problem {
+            self.push(
+                key,
+                IssueKind::InvalidValue,
+                Some(quote(rel)),
+                expected,
+                Some(hint.into()),
+            );
+            return None;
+        }
+        let (dist, version) = named?;
+        Some(Package {
+            dist,
+            version,
+            wheel: Some(path),
         })
     }
 

@@ -1210,3 +1210,66 @@ metric = {{ name = "mae", goal = "min" }}
         "{e}"
     );
 }
+
+#[test]
+fn environment_packages_are_pins_or_wheels_inside_the_subject() {
+    let manifest = format!(
+        "{MANIFEST}\n[environment]\npackages = [\"Torch_Vision==0.25.0\", \"wheels/my_lib-0.1-py3-none-any.whl\"]\n"
+    );
+    let d = subject(&manifest, CONFIG);
+    fs::create_dir(d.path().join("wheels")).unwrap();
+    fs::write(d.path().join("wheels/my_lib-0.1-py3-none-any.whl"), "zip").unwrap();
+    let s = Subject::load(d.path()).unwrap();
+    assert_eq!(s.packages.len(), 2);
+    assert_eq!(s.packages[0].pin(), "torch-vision==0.25.0");
+    assert_eq!(s.packages[0].install_spec(), "torch-vision==0.25.0");
+    assert_eq!(s.packages[1].pin(), "my-lib==0.1");
+    assert!(
+        s.packages[1]
+            .install_spec()
+            .ends_with("wheels/my_lib-0.1-py3-none-any.whl")
+    );
+    // In the source hash: the same subject without them hashes differently.
+    let without = Subject {
+        packages: Vec::new(),
+        ..s.clone()
+    };
+    assert_ne!(s.source_hash().unwrap(), without.source_hash().unwrap());
+
+    for (bad, hint) in [
+        ("torchvision", None),
+        ("torchvision>=0.2", None),
+        ("../my_lib-0.1-py3-none-any.whl", Some("without `..`")),
+        (
+            "wheels/missing-0.1-py3-none-any.whl",
+            Some("an existing file"),
+        ),
+        (
+            "wheels/notawheel.whl",
+            Some("NAME-VERSION-PY-ABI-PLATFORM.whl"),
+        ),
+    ] {
+        let manifest = format!("{MANIFEST}\n[environment]\npackages = [\"{bad}\"]\n");
+        let e = load_err(&manifest, CONFIG);
+        let i = single(&e);
+        assert_eq!(i.key, "environment.packages[0]", "{bad}: {e}");
+        assert_eq!(i.kind, IssueKind::InvalidValue, "{bad}: {e}");
+        match hint {
+            Some(h) => assert!(
+                i.hint.as_deref().is_some_and(|x| x.contains(h)),
+                "{bad}: {e}"
+            ),
+            None => assert!(i.hint.is_none(), "{bad}: {e}"),
+        }
+    }
+    let e = load_err(
+        &format!("{MANIFEST}\n[environment]\npackages = \"x==1\"\n"),
+        CONFIG,
+    );
+    assert_eq!(single(&e).kind, IssueKind::WrongType, "{e}");
+    let e = load_err(
+        &format!("{MANIFEST}\n[environment]\npython = \"3.12\"\n"),
+        CONFIG,
+    );
+    assert_eq!(single(&e).kind, IssueKind::UnknownKey, "{e}");
+}

@@ -338,13 +338,54 @@ pub fn ensure_tensorflow(env: &PythonEnv, progress: Progress) -> Result<(), EnvE
 /// constraints so that nothing pinned moves (the environment's id, and so every cache key, stays
 /// the same). An interpreter given with `--python` is only checked.
 pub fn ensure_extra(env: &PythonEnv, extra: &Extra, progress: Progress) -> Result<(), EnvError> {
+    ensure_installed(
+        env,
+        extra.dist,
+        extra.version,
+        &extra.spec(),
+        extra.needed_by,
+        progress,
+    )
+}
+
+/// Install the packages a subject names (`[environment] packages`) into `env`, each unless it
+/// has that version already, as [`ensure_extra`] installs an extra: with the lock as
+/// constraints, so that torch and the rest of the lock stay what they are.
+pub fn ensure_packages(
+    env: &PythonEnv,
+    packages: &[reprolab_core::manifest::Package],
+    needed_by: &str,
+    progress: Progress,
+) -> Result<(), EnvError> {
+    for p in packages {
+        ensure_installed(
+            env,
+            &p.dist,
+            &p.version,
+            &p.install_spec(),
+            needed_by,
+            progress,
+        )?;
+    }
+    Ok(())
+}
+
+/// Install `spec` (a pin or a wheel's path) into `env` unless `dist` is there at `version`.
+fn ensure_installed(
+    env: &PythonEnv,
+    dist: &str,
+    version: &str,
+    spec: &str,
+    needed_by: &str,
+    progress: Progress,
+) -> Result<(), EnvError> {
     let installed = || {
         Command::new(&env.python)
             // The installed version from its metadata: importing the package can take seconds.
             .args([
                 "-c",
                 "import sys; from importlib.metadata import version; print(version(sys.argv[1]))",
-                extra.dist,
+                dist,
             ])
             .stdin(Stdio::null())
             .stderr(Stdio::null())
@@ -354,18 +395,17 @@ pub fn ensure_extra(env: &PythonEnv, extra: &Extra, progress: Progress) -> Resul
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
     let found = installed();
-    if found.as_deref() == Some(extra.version) {
+    if found.as_deref() == Some(version) {
         return Ok(());
     }
-    let spec = extra.spec();
     let Some(root) = &env.root else {
         let found = found.map_or("it is not installed".to_string(), |v| format!("it has {v}"));
         return Err(EnvError::BadPython {
             python: env.python.display().to_string(),
             message: format!(
-                "{} needs {spec} in this interpreter ({found}): install it with `{} -m pip \
-                 install {spec}`, or drop --python to let reprolab manage the environment",
-                extra.needed_by,
+                "{needed_by} needs {dist}=={version} in this interpreter ({found}): install it \
+                 with `{} -m pip install {spec}`, or drop --python to let reprolab manage the \
+                 environment",
                 env.python.display()
             ),
         });
@@ -376,15 +416,14 @@ pub fn ensure_extra(env: &PythonEnv, extra: &Extra, progress: Progress) -> Resul
         .map(Path::to_path_buf)
         .unwrap_or_else(cache_dir);
     let _lock = lock_file(&root.with_extension("lock"))?;
-    if installed().as_deref() == Some(extra.version) {
+    if installed().as_deref() == Some(version) {
         return Ok(()); // another reprolab installed it while we waited
     }
     let constraints = cache.join(format!("requirements-{}.lock", lock_hash()));
     std::fs::write(&constraints, LOCK).map_err(io_err(&constraints))?;
     progress(&format!(
-        "installing {spec} into {} (first use of {})",
+        "installing {dist}=={version} into {} (first use of {needed_by})",
         root.display(),
-        extra.needed_by
     ));
     let mut install = match find_uv(&cache) {
         Some(uv) => {
@@ -400,7 +439,7 @@ pub fn ensure_extra(env: &PythonEnv, extra: &Extra, progress: Progress) -> Resul
             c
         }
     };
-    install.arg("-c").arg(&constraints).arg(&spec);
+    install.arg("-c").arg(&constraints).arg(spec);
     run_logged(install, progress).map_err(|log| EnvError::Provision {
         dir: root.display().to_string(),
         step: format!("installing {spec}"),

@@ -51,6 +51,8 @@ pub struct Evaluator {
     read_cache: bool,
     /// Set once TensorFlow is importable (installed at the first evaluation that needs it).
     tensorflow: tokio::sync::OnceCell<()>,
+    /// The subjects' package lists already made importable (`[environment] packages`).
+    packages_ready: tokio::sync::Mutex<std::collections::HashSet<Vec<String>>>,
 }
 
 impl Evaluator {
@@ -85,6 +87,7 @@ impl Evaluator {
             store: Arc::new(Mutex::new(store)),
             read_cache,
             tensorflow: tokio::sync::OnceCell::new(),
+            packages_ready: tokio::sync::Mutex::new(std::collections::HashSet::new()),
         }
     }
 
@@ -196,6 +199,7 @@ impl Evaluator {
                 }
             }
             self.ensure_backend(subject.backend).await?;
+            self.ensure_packages(subject).await?;
             let executor = self.executor.clone();
             let request = EvalRequest {
                 subject_dir: subject.dir.clone(),
@@ -276,6 +280,41 @@ impl Evaluator {
             })
             .await
             .map(|_| ())
+    }
+
+    /// Make the packages `subject` names importable, once per list and evaluator (installed on
+    /// first use, minutes for a large one, so said where it shows). On a remote executor the
+    /// nodes' environments must have them: only this machine's is changed.
+    async fn ensure_packages(&self, subject: &Subject) -> Result<(), EvalError> {
+        if subject.packages.is_empty() {
+            return Ok(());
+        }
+        let specs: Vec<String> = subject.packages.iter().map(|p| p.install_spec()).collect();
+        let mut ready = self.packages_ready.lock().await;
+        if ready.contains(&specs) {
+            return Ok(());
+        }
+        let env = self.env.clone();
+        let packages = subject.packages.clone();
+        let needed_by = format!("subject {}", subject.name);
+        tokio::task::spawn_blocking(move || {
+            let first = std::cell::Cell::new(true);
+            crate::env::ensure_packages(&env, &packages, &needed_by, &|line| {
+                if first.replace(false) {
+                    tracing::warn!("{line}");
+                } else {
+                    tracing::info!("{line}");
+                }
+            })
+        })
+        .await
+        .map_err(|e| EvalError::Task(e.to_string()))?
+        .map_err(|source| EvalError::Extra {
+            spec: specs.join(", "),
+            source,
+        })?;
+        ready.insert(specs);
+        Ok(())
     }
 
     /// Stop the workers.

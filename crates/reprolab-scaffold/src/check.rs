@@ -40,9 +40,10 @@ pub fn advice(subject: &Subject, outcome: &Outcome) -> Option<String> {
             ),
             "ModuleNotFoundError" => format!(
                 "the program imports a package reprolab's managed environment lacks ({message}; \
-                 it holds torch, numpy, scikit-learn, scipy, keras and pytest): run reprolab with \
-                 --python PATH, the interpreter of an environment that has it and torch, numpy \
-                 and scikit-learn (e.g. reprolab --python .venv/bin/python init .)"
+                 it holds torch, numpy, scikit-learn, scipy, keras and pytest): name it in \
+                 reprolab.toml, [environment] packages = [\"NAME==VERSION\"], and the next \
+                 training installs it; or run reprolab with --python PATH, the interpreter of an \
+                 environment that has it and torch, numpy and scikit-learn"
             ),
             "KeyError" => format!(
                 "{function} reads config[{message}], which config.json does not have: add the \
@@ -145,7 +146,9 @@ mod tests {
         )
         .unwrap();
         assert!(
-            missing_package.contains("'torchvision'") && missing_package.contains("--python PATH"),
+            missing_package.contains("'torchvision'")
+                && missing_package.contains("[environment] packages")
+                && missing_package.contains("--python PATH"),
             "{missing_package}"
         );
         let silent = advice(

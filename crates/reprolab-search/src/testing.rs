@@ -173,6 +173,7 @@ pub fn subject(
                 .map(|l| l.parse::<FaultLabel>().unwrap())
                 .collect(),
         }),
+        packages: Vec::new(),
     }
 }
 
