@@ -102,8 +102,10 @@ fn normalise_dist(name: &str) -> String {
     out
 }
 
-/// `NAME==VERSION` as a [`Package`] from the index; `None` when it is not of that form.
-fn parse_pin(text: &str) -> Option<Package> {
+/// The name and version of `NAME==VERSION` (trimmed), when the name is a PyPI name and the
+/// version starts with a digit and holds only version characters (`*` only when `wildcard`:
+/// `3.3.*`).
+pub fn split_pin(text: &str, wildcard: bool) -> Option<(&str, &str)> {
     let (name, version) = text.split_once("==")?;
     let (name, version) = (name.trim(), version.trim());
     let name_ok = !name.is_empty()
@@ -113,8 +115,15 @@ fn parse_pin(text: &str) -> Option<Package> {
     let version_ok = version.chars().next().is_some_and(|c| c.is_ascii_digit())
         && version
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || ".+!".contains(c));
-    (name_ok && version_ok).then(|| Package {
+            .all(|c| c.is_ascii_alphanumeric() || ".+!-".contains(c) || (wildcard && c == '*'));
+    (name_ok && version_ok).then_some((name, version))
+}
+
+/// `NAME==VERSION` (an exact version) as a [`Package`] from the index; `None` when it is not
+/// of that form.
+fn parse_pin(text: &str) -> Option<Package> {
+    let (name, version) = split_pin(text, false)?;
+    Some(Package {
         dist: normalise_dist(name),
         version: version.to_string(),
         wheel: None,

@@ -259,24 +259,11 @@ impl Evaluator {
         }
         self.tensorflow
             .get_or_try_init(|| async {
-                let env = self.env.clone();
-                // Minutes on first use (a few hundred MB from PyPI), so said where it shows.
-                tokio::task::spawn_blocking(move || {
-                    let first = std::cell::Cell::new(true);
-                    crate::env::ensure_tensorflow(&env, &|line| {
-                        if first.replace(false) {
-                            tracing::warn!("{line}");
-                        } else {
-                            tracing::info!("{line}");
-                        }
-                    })
+                // Minutes on first use (a few hundred MB from PyPI).
+                install_logged(self.env.clone(), TENSORFLOW.spec(), |env, progress| {
+                    crate::env::ensure_tensorflow(env, progress)
                 })
                 .await
-                .map_err(|e| EvalError::Task(e.to_string()))?
-                .map_err(|source| EvalError::Extra {
-                    spec: TENSORFLOW.spec(),
-                    source,
-                })
             })
             .await
             .map(|_| ())
@@ -294,25 +281,12 @@ impl Evaluator {
         if ready.contains(&specs) {
             return Ok(());
         }
-        let env = self.env.clone();
         let packages = subject.packages.clone();
         let needed_by = format!("subject {}", subject.name);
-        tokio::task::spawn_blocking(move || {
-            let first = std::cell::Cell::new(true);
-            crate::env::ensure_packages(&env, &packages, &needed_by, &|line| {
-                if first.replace(false) {
-                    tracing::warn!("{line}");
-                } else {
-                    tracing::info!("{line}");
-                }
-            })
+        install_logged(self.env.clone(), specs.join(", "), move |env, progress| {
+            crate::env::ensure_packages(env, &packages, &needed_by, progress)
         })
-        .await
-        .map_err(|e| EvalError::Task(e.to_string()))?
-        .map_err(|source| EvalError::Extra {
-            spec: specs.join(", "),
-            source,
-        })?;
+        .await?;
         ready.insert(specs);
         Ok(())
     }
@@ -321,6 +295,28 @@ impl Evaluator {
     pub async fn shutdown(self) {
         self.executor.shutdown().await;
     }
+}
+
+/// Run an installation into `env` on a blocking thread: its first line is a warning (the first
+/// use of a package can take minutes, so it is said where it shows), the rest info.
+async fn install_logged(
+    env: PythonEnv,
+    spec: String,
+    install: impl FnOnce(&PythonEnv, crate::env::Progress) -> Result<(), EnvError> + Send + 'static,
+) -> Result<(), EvalError> {
+    tokio::task::spawn_blocking(move || {
+        let first = std::cell::Cell::new(true);
+        install(&env, &|line| {
+            if first.replace(false) {
+                tracing::warn!("{line}");
+            } else {
+                tracing::info!("{line}");
+            }
+        })
+    })
+    .await
+    .map_err(|e| EvalError::Task(e.to_string()))?
+    .map_err(|source| EvalError::Extra { spec, source })
 }
 
 /// The source hash of a subject that runs on an optional extra, with the extra's pinned release:

@@ -24,23 +24,14 @@ pub struct Pin {
 impl Pin {
     /// Parse `NAME==VERSION`; the error says what was expected.
     pub fn parse(text: &str) -> Result<Pin, String> {
-        let (name, version) = text.split_once("==").ok_or_else(|| {
-            format!("`{text}`: expected NAME==VERSION, e.g. torch==2.4.1 or keras==3.3.*")
-        })?;
-        let (name, version) = (name.trim(), version.trim());
-        let name_ok = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
-        let version_ok = version.chars().next().is_some_and(|c| c.is_ascii_digit())
-            && version
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || ".*+!-".contains(c));
-        if !name_ok || !version_ok {
+        if !text.contains("==") {
             return Err(format!(
-                "`{text}`: expected NAME==VERSION with a PyPI name and a version such as 2.4.1"
+                "`{text}`: expected NAME==VERSION, e.g. torch==2.4.1 or keras==3.3.*"
             ));
         }
+        let (name, version) = reprolab_core::manifest::split_pin(text, true).ok_or_else(|| {
+            format!("`{text}`: expected NAME==VERSION with a PyPI name and a version such as 2.4.1")
+        })?;
         Ok(Pin {
             name: normalise(name),
             version: version.to_string(),
