@@ -9,7 +9,8 @@ object:
      "keys": {"FUNCTION": [{"key", "line", "value"?, "source": "get" | "literal"}]},
      "dynamic": {"FUNCTION": int}, "framework": "pytorch" | "keras",
      "argparse": {"line", "options": [...], "positional": [...], "skipped": [...]} | null,
-     "constants": [{"name", "line", "value"}], "calls_result": bool}
+     "constants": [{"name", "line", "value"}], "calls_result": bool,
+     "imports": [names], "missing": [names]}
 
 `functions` are the top-level functions; `candidate` marks those whose first two parameters
 read like the subject contract `train(config, seed)` (a config-like name, then a seed-like name).
@@ -28,7 +29,9 @@ torch, else "pytorch".
 converted by `type=int/float` when it is a string; a switch defaults to its opposite);
 `positional` the positional arguments' names (a script needs their values on its command line);
 `skipped` the options reprolab cannot set (`count`, `append`, constants, `nargs` other than `?`).
-`constants` are the top-level assignments of an upper-case name to a literal (`LR = 0.01`,
+`imports` are the top-level modules the file imports (absolute imports, sorted); `missing` those
+of them this interpreter cannot find, the script's own directory searched first (its own
+modules are found there), which the program will need installed. `constants` are the top-level assignments of an upper-case name to a literal (`LR = 0.01`,
 `BATCH_SIZE: int = 64`), what a script without functions or options sets its hyperparameters
 with. `calls_result` says whether the file calls `reprolab.result(...)` (or a `result` imported from
 reprolab). A file that does not parse exits 2 with the syntax error on stderr.
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import sys
 
 CONFIG_NAMES = {"config", "cfg", "conf", "hparams", "hp", "params", "hyperparams", "args", "opts",
@@ -212,6 +216,31 @@ def _constants(tree):
     return found
 
 
+def _imports(tree):
+    """The top-level modules of the file's absolute imports, sorted."""
+    roots = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            roots.add(node.module.split(".")[0])
+    return sorted(roots)
+
+
+def _missing(modules, directory):
+    """The modules this interpreter cannot find, `directory` searched first."""
+    import importlib.util
+
+    sys.path.insert(0, directory)
+    try:
+        return [m for m in modules if m not in sys.builtin_module_names
+                and importlib.util.find_spec(m) is None]
+    except (ImportError, ValueError):
+        return []
+    finally:
+        sys.path.remove(directory)
+
+
 def _calls_result(tree):
     """Whether the file calls reprolab.result(...) or a `result` it imported from reprolab."""
     imported = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
@@ -263,7 +292,8 @@ def scan(source, filename="<script>"):
         dynamic[node.name] = n_dynamic
     return {"functions": functions, "keys": keys, "dynamic": dynamic,
             "framework": _framework(tree), "argparse": _argparse(tree),
-            "constants": _constants(tree), "calls_result": _calls_result(tree)}
+            "constants": _constants(tree), "calls_result": _calls_result(tree),
+            "imports": _imports(tree)}
 
 
 def main(argv):
@@ -276,6 +306,7 @@ def main(argv):
 
     try:
         result = scan(read_source(path), path)
+        result["missing"] = _missing(result["imports"], os.path.dirname(os.path.abspath(path)))
     except OSError as e:
         print(f"{path}: cannot read: {e.strerror}", file=sys.stderr)
         return 2

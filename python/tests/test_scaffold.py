@@ -115,3 +115,15 @@ def test_upper_case_top_level_literals_are_constants():
                                   {"name": "EPOCHS", "line": 2, "value": 3}]
     assert found["calls_result"] is False
     assert scaffold.scan("from reprolab import result as r\nr(search=1, holdout=2)\n")["calls_result"]
+
+
+def test_imports_the_interpreter_cannot_find_are_missing(tmp_path):
+    (tmp_path / "helpers.py").write_text("X = 1\n")
+    script = tmp_path / "train.py"
+    script.write_text("import os, helpers\nfrom reprolab_absent_pkg.sub import f\n"
+                      "from . import sibling\nimport json as j\n")
+    out = subprocess.run([sys.executable, "-m", "reprolab.scaffold", str(script)],
+                         capture_output=True, text=True, check=True)
+    found = json.loads(out.stdout)
+    assert found["imports"] == ["helpers", "json", "os", "reprolab_absent_pkg"]
+    assert found["missing"] == ["reprolab_absent_pkg"]

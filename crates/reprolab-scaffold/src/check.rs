@@ -101,6 +101,7 @@ mod tests {
             dynamic: 0,
             framework: "pytorch".into(),
             script: None,
+            missing: Vec::new(),
         };
         crate::write(dir.path(), &crate::scaffold("s", &entry), false).unwrap();
         Subject::load(dir.path()).unwrap()

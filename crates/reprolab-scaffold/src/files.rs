@@ -94,7 +94,7 @@ memory_mb = 4096
 output_mb = 16
 disk_mb = 8192                     # what one training may write (checkpoints, TMPDIR)
 
-# Every key of config.json, typed. Keys the study knows (lr, batch_size, epochs, optimizer,
+{environment}# Every key of config.json, typed. Keys the study knows (lr, batch_size, epochs, optimizer,
 # activation, loss, units, initialisers) have its values and fault type: check that {file}
 # understands each value (reprolab.nn's activation(), optimizer() and loss() do). The other keys
 # hold their current value only: widen them to search them.
@@ -115,6 +115,7 @@ disk_mb = 8192                     # what one training may write (checkpoints, T
             ),
         },
         space = space_lines.join("\n"),
+        environment = environment_block(&entry.file, &entry.missing),
     );
     let config =
         serde_json::to_string_pretty(&Value::Object(config)).expect("JSON values serialize") + "\n";
@@ -151,6 +152,38 @@ disk_mb = 8192                     # what one training may write (checkpoints, T
         unvalued,
         known,
     }
+}
+
+/// The distribution that provides an importable module, where the two names differ.
+fn distribution_of(module: &str) -> &str {
+    match module {
+        "PIL" => "pillow",
+        "cv2" => "opencv-python",
+        "sklearn" => "scikit-learn",
+        "skimage" => "scikit-image",
+        "yaml" => "pyyaml",
+        "bs4" => "beautifulsoup4",
+        other => other,
+    }
+}
+
+/// A commented `[environment]` table naming the packages the script imports and the managed
+/// environment lacks, for the user to pin (the version is theirs to choose); empty when none.
+fn environment_block(file: &str, missing: &[String]) -> String {
+    if missing.is_empty() {
+        return String::new();
+    }
+    let pins: Vec<String> = missing
+        .iter()
+        .map(|m| format!("\"{}==VERSION\"", distribution_of(m)))
+        .collect();
+    format!(
+        "# {file} imports {}, which the managed environment lacks: pin the versions you use and\n\
+         # uncomment; the first training installs them.\n\
+         # [environment]\n# packages = [{}]\n\n",
+        missing.join(", "),
+        pins.join(", ")
+    )
 }
 
 /// What happened to each file.
@@ -220,6 +253,7 @@ mod tests {
             dynamic: 0,
             framework: "keras".into(),
             script: None,
+            missing: vec!["PIL".into()],
         };
         let s = scaffold("my-model", &entry);
         assert_eq!(s.unvalued, ["data_dir"]);
@@ -231,6 +265,13 @@ mod tests {
         assert_eq!(subject.framework.as_str(), "keras");
         assert_eq!(subject.config.get("dropout"), Some(&json!(0.2)));
         assert_eq!(subject.space.names().count(), 3);
+        // The missing import is named, commented out (the version is the user's to choose).
+        assert!(
+            s.manifest.contains("# packages = [\"pillow==VERSION\"]"),
+            "{}",
+            s.manifest
+        );
+        assert!(subject.packages.is_empty());
         // A second run keeps what exists.
         std::fs::write(dir.path().join("README.md"), "mine").unwrap();
         let w = write(dir.path(), &s, false).unwrap();

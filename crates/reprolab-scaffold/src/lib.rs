@@ -57,6 +57,14 @@ pub fn notes(entry: &Entry, scaffold: &Scaffold, written: &Written) -> Vec<Strin
             scaffold.unvalued.join(", ")
         ));
     }
+    if manifest_written && !entry.missing.is_empty() {
+        notes.push(format!(
+            "{} imports what the managed environment lacks: {}; pin it in [environment] \
+             packages of reprolab.toml (written there as a comment)",
+            entry.file,
+            entry.missing.join(", ")
+        ));
+    }
     if let Some(script) = &entry.script {
         notes.extend(script_notes(&entry.file, script));
     }
@@ -151,6 +159,7 @@ mod tests {
             dynamic: 2,
             framework: "pytorch".into(),
             script: None,
+            missing: Vec::new(),
         };
         let s = scaffold("x", &entry);
         let wrote = Written {

@@ -92,6 +92,10 @@ pub struct Script {
     /// It calls `reprolab.result(...)`.
     #[serde(default)]
     pub calls_result: bool,
+    /// The modules it imports that the managed environment cannot find (its own modules beside
+    /// it are found).
+    #[serde(default)]
+    pub missing: Vec<String>,
 }
 
 fn pytorch() -> String {
@@ -111,6 +115,8 @@ pub struct Entry {
     /// `reprolab_entry.py` runs it; `file` is then the script and `function` `train` of the
     /// entry file.
     pub script: Option<ScriptEntry>,
+    /// Modules the file imports that the managed environment lacks.
+    pub missing: Vec<String>,
 }
 
 impl Entry {
@@ -180,6 +186,7 @@ fn entry_of(file: String, script: &mut Script, function: &str) -> Entry {
         dynamic: script.dynamic.get(function).copied().unwrap_or(0),
         framework: script.framework.clone(),
         script: None,
+        missing: script.missing.clone(),
     }
 }
 
@@ -209,6 +216,7 @@ fn script_entry_of(file: String, script: &Script) -> Option<Entry> {
         dynamic: 0,
         framework: script.framework.clone(),
         script: Some(script_entry),
+        missing: script.missing.clone(),
     })
 }
 

@@ -436,3 +436,29 @@ fn a_notebook_of_constants_runs_as_its_code_cells() {
         serde_json::json!({"LEARNING_RATE": 0.01, "BATCH_SIZE": 64, "EPOCHS": 3})
     );
 }
+
+#[test]
+fn a_package_the_environment_lacks_is_named_with_where_to_pin_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = format!("import helpers\nimport reprolab_absent_pkg\n{SCRIPT}");
+    let dir = script_dir(tmp.path(), &script);
+    // The script's own module beside it is not a package to install.
+    std::fs::write(dir.join("helpers.py"), "X = 1\n").unwrap();
+    let out = run(reprolab(tmp.path()).arg("init").arg(&dir));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout
+            .contains("train.py imports what the managed environment lacks: reprolab_absent_pkg;"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("to change: the program imports a package"),
+        "{stdout}"
+    );
+    let manifest = std::fs::read_to_string(dir.join("reprolab.toml")).unwrap();
+    assert!(
+        manifest.contains("# packages = [\"reprolab_absent_pkg==VERSION\"]"),
+        "{manifest}"
+    );
+}
