@@ -28,7 +28,9 @@ torch, else "pytorch".
 "store_true" | "store_false", "line", "value"?, "choices"?, "help"?}` (`value` the default,
 converted by `type=int/float` when it is a string; a switch defaults to its opposite);
 `positional` the positional arguments' names (a script needs their values on its command line);
-`skipped` the options reprolab cannot set (`count`, `append`, constants, `nargs` other than `?`).
+`skipped` the options reprolab cannot set (`count`, `append`, constants, several values without
+a literal list as default). An option of several values (`nargs="+"`) with a list default has
+that list as its `value`.
 `imports` are the top-level modules the file imports (absolute imports, sorted); `missing` those
 of them this interpreter cannot find, the script's own directory searched first (its own
 modules are found there), which the program will need installed. `constants` are the top-level assignments of an upper-case name to a literal (`LR = 0.01`,
@@ -144,9 +146,11 @@ def _argument(call):
     nargs = nargs_node.value if isinstance(nargs_node, ast.Constant) else nargs_node
     if action in ("help", "version"):
         return None
+    # Several values (nargs "+", "*" or a count) are settable when the default is a list.
+    several = nargs is not None and nargs != "?"
     if (action not in (None, "store", "store_true", "store_false")
             or (action is None and action_node is not None)
-            or (nargs is not None and nargs != "?")):
+            or (several and not (nargs in ("+", "*") or (isinstance(nargs, int) and nargs > 0)))):
         return ("skipped", dest)
     out = {"dest": dest, "flag": flag, "action": action if action in ("store_true", "store_false") else None,
            "line": call.lineno}
@@ -164,6 +168,10 @@ def _argument(call):
             out["value"] = value
     elif out["action"]:
         out["value"] = out["action"] == "store_false"
+    if several:
+        if not (isinstance(out.get("value"), list) and out["value"]):
+            return ("skipped", dest)
+        return out  # `choices` bound each value, not the list
     choices_node = _keyword(call, "choices")
     if choices_node is not None:
         choices = _literal(choices_node)

@@ -80,6 +80,7 @@ def main():
     p.add_argument("data")
     p.add_argument("-v", action="count")
     p.add_argument("--sizes", nargs="+", type=int)
+    p.add_argument("--hidden", nargs="+", type=int, default=[64, 32])
     p.add_argument("--version", action="version", version="1")
     args = p.parse_args()
     reprolab.result(search=1.0, holdout=1.0)
@@ -92,7 +93,8 @@ if __name__ == "__main__":
 def test_a_command_line_is_read_from_its_add_argument_calls():
     cli = scaffold.scan(CLI_SCRIPT)["argparse"]
     options = {o["dest"]: o for o in cli["options"]}
-    assert list(options) == ["batch_size", "lr", "optimizer", "no_cuda", "keep"]
+    assert list(options) == ["batch_size", "lr", "optimizer", "no_cuda", "keep", "hidden"]
+    assert options["hidden"]["value"] == [64, 32]
     assert options["batch_size"]["flag"] == "--batch-size" and options["batch_size"]["value"] == 64
     assert options["batch_size"]["help"] == "input batch size"
     assert options["lr"]["value"] == 0.5  # a string default goes through type=float
