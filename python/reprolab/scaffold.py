@@ -109,14 +109,9 @@ def _reads(tree, name):
     return reads
 
 
-def _framework(tree):
+def _framework(imports):
     """"keras" for a Keras program: it imports keras (or tensorflow) and not torch."""
-    roots = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            roots.update(a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            roots.add(node.module.split(".")[0])
+    roots = set(imports)
     return "keras" if roots & {"keras", "tensorflow"} and "torch" not in roots else "pytorch"
 
 
@@ -205,22 +200,20 @@ def _argparse(tree):
 
 
 def _constants(tree):
-    """Top-level `NAME = literal` (and annotated) assignments of upper-case names, first wins."""
+    """Top-level `NAME = literal` (and annotated) assignments of upper-case names, first wins:
+    the assignments `reprolab.script_entry` replaces."""
+    from reprolab.script_entry import constant_target
+
     found, seen = [], set()
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            target, value = node.target, node.value
-        else:
+        name = constant_target(node)
+        if name is None or not name.isupper() or name in seen:
             continue
-        if not isinstance(target, ast.Name) or not target.id.isupper() or target.id in seen:
-            continue
-        literal = _literal(value)
+        literal = _literal(node.value)
         if literal is _MISSING or literal is None:
             continue
-        seen.add(target.id)
-        found.append({"name": target.id, "line": node.lineno, "value": literal})
+        seen.add(name)
+        found.append({"name": name, "line": node.lineno, "value": literal})
     return found
 
 
@@ -298,10 +291,11 @@ def scan(source, filename="<script>"):
                 entry["value"], entry["source"] = literals[key], "literal"
         keys[node.name] = [found[k] for k in order]
         dynamic[node.name] = n_dynamic
+    imports = _imports(tree)
     return {"functions": functions, "keys": keys, "dynamic": dynamic,
-            "framework": _framework(tree), "argparse": _argparse(tree),
+            "framework": _framework(imports), "argparse": _argparse(tree),
             "constants": _constants(tree), "calls_result": _calls_result(tree),
-            "imports": _imports(tree)}
+            "imports": imports}
 
 
 def main(argv):

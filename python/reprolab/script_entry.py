@@ -99,7 +99,7 @@ def run_script_as_train(entry_file, script, options, config, seed, args=(), seed
     return its `reprolab.result(...)` as a train() result."""
     path = _script_path(entry_file, script)
     argv = script_argv(path, options, config, seed, args, seed_option)
-    return _run(script, path, argv, seed, lambda: runpy.run_path(path, run_name="__main__"))
+    return _run(script, argv, seed, lambda: runpy.run_path(path, run_name="__main__"))
 
 
 # Cell magics whose cell is still Python (the magic line is dropped); any other `%%` cell (bash,
@@ -145,7 +145,7 @@ def read_source(path):
         return f.read()
 
 
-def _constant_target(node):
+def constant_target(node):
     """NAME of a top-level `NAME = value` or `NAME: type = value`, else None."""
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
         return node.targets[0].id
@@ -161,9 +161,8 @@ def with_constants(source, path, values):
     tree = ast.parse(source, filename=path)
     found = set()
     for node in tree.body:
-        target = _constant_target(node)
-        if target is not None and target in values:
-            name = target
+        name = constant_target(node)
+        if name is not None and name in values:
             node.value = ast.copy_location(ast.Subscript(
                 value=ast.Name(id="__reprolab_values__", ctx=ast.Load()),
                 slice=ast.Constant(value=name), ctx=ast.Load()), node.value)
@@ -196,10 +195,10 @@ def run_script_with_constants(entry_file, script, config, seed, seed_constant=No
             namespace["display"] = lambda *objects, **_: print(*objects)
         exec(code, namespace)
 
-    return _run(script, path, [path], seed, execute)
+    return _run(script, [path], seed, execute)
 
 
-def _run(script, path, argv, seed, execute):
+def _run(script, argv, seed, execute):
     """Run a script by `execute()` as `__main__` with `argv`, after seeding; its last
     reprolab.result(...) is the result."""
     reprolab.seed_everything(seed)

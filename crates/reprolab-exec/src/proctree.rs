@@ -144,11 +144,6 @@ fn used_kb(path: &str) -> Option<u64> {
     Some(used * st.f_frsize / 1024)
 }
 
-/// RSS in kB of `root` and everything below it: an upper bound of [`tree_pss_kb`].
-pub fn tree_rss_kb(root: i32) -> u64 {
-    rss_kb(root) + descendants(root).into_iter().map(rss_kb).sum::<u64>()
-}
-
 /// A process tree under watch: what it uses and how it is stopped.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Tree {
@@ -194,11 +189,16 @@ impl Tree {
     /// `/dev/shm` count once).
     pub fn memory_mb(&self) -> u64 {
         let pids = self.pids();
+        self.exact_mb(&pids, shared_files_kb(&pids))
+    }
+
+    /// [`Tree::memory_mb`] of the processes `pids`, whose shared files hold `shared_kb`.
+    fn exact_mb(&self, pids: &[i32], shared_kb: u64) -> u64 {
         let (pss, mapped_shared) = pids
             .iter()
             .map(|&p| rollup_kb(p))
             .fold((0, 0), |(a, b), (p, s)| (a + p, b + s));
-        let unmapped = shared_files_kb(&pids).saturating_sub(mapped_shared);
+        let unmapped = shared_kb.saturating_sub(mapped_shared);
         (pss + unmapped).saturating_sub(self.baseline_kb) / 1024
     }
 
@@ -209,12 +209,13 @@ impl Tree {
     /// Below the limit the bound is returned.
     pub fn memory_mb_against(&self, limit_mb: u64) -> u64 {
         let pids = self.pids();
+        let shared_kb = shared_files_kb(&pids);
         let rss: u64 = pids.iter().map(|&p| rss_kb(p)).sum();
-        let bound = (rss + shared_files_kb(&pids)).saturating_sub(self.baseline_kb) / 1024;
+        let bound = (rss + shared_kb).saturating_sub(self.baseline_kb) / 1024;
         if bound <= limit_mb {
             bound
         } else {
-            self.memory_mb()
+            self.exact_mb(&pids, shared_kb)
         }
     }
 

@@ -317,16 +317,13 @@ pub fn choose(env: &PythonEnv, dir: &Path, spec: Option<&str>) -> Result<Entry> 
         }
         [] => {
             // Scripts with a command line come before scripts of constants.
-            let runnable: Vec<Entry> = scripts
+            let mut runnable: Vec<Entry> = scripts
                 .iter()
                 .filter_map(|(file, s)| script_entry_of(file.clone(), s))
                 .collect();
             let via_of = |e: &Entry| e.script.as_ref().map(|s| s.via);
             let first = runnable.iter().filter_map(via_of).min();
-            let mut runnable: Vec<Entry> = runnable
-                .into_iter()
-                .filter(|e| via_of(e) == first)
-                .collect();
+            runnable.retain(|e| via_of(e) == first);
             match runnable.len() {
                 1 => return Ok(runnable.remove(0)),
                 0 => {}
